@@ -1,0 +1,23 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="wikigame-spark",
+    version="0.1.0",
+    description="Distributed Spark system for the Wikipedia Game: graphs, games, agents, evaluation.",
+    packages=find_packages(include=["wikigame_spark", "wikigame_spark.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        "pyspark==4.1.4",
+        "pyarrow>=15",
+        "pandas>=2.2",
+        "numpy>=1.26",
+        "mwxml>=0.3.4",
+        "mwparserfromhell>=0.7",
+        "boto3>=1.34",
+        "pyyaml>=6",
+        "graphframes-py>=0.11",
+    ],
+    extras_require={
+        "dev": ["pytest>=8", "ruff>=0.6"],
+    },
+)
