@@ -1,0 +1,344 @@
+"""Reading MediaWiki XML dumps: input discovery, task planning, streaming pages.
+
+Runs on plain Python values so it can execute inside Spark tasks and be tested without Spark.
+A task is a whole file, or, for a multistream ``.bz2`` with its ``-index`` file beside it, a
+byte range of whole bz2 streams, so one large file splits into many tasks.
+"""
+
+from __future__ import annotations
+
+import bz2
+import glob
+import gzip
+import logging
+import lzma
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from wikigame_spark.ingest.titles import SiteInfo
+
+log = logging.getLogger(__name__)
+
+DUMP_SUFFIXES = (".xml", ".xml.bz2", ".xml.xz", ".xml.gz", ".bz2", ".xz", ".gz")
+BLOCK = 1 << 20
+PROGRESS_EVERY = 10_000
+
+
+class DumpError(ValueError):
+    """A dump that cannot be read; the message names the file and the position."""
+
+
+@dataclass(frozen=True)
+class DumpTask:
+    """A unit of parsing work: a whole file, or ``[start, end)`` bytes of a multistream file."""
+
+    path: str
+    start: int = 0
+    end: int = -1
+
+    @property
+    def whole_file(self) -> bool:
+        return self.start == 0 and self.end == -1
+
+    def describe(self) -> str:
+        return self.path if self.whole_file else f"{self.path} [bytes {self.start}-{self.end})"
+
+
+def _is_index(path: str) -> bool:
+    return "-index" in os.path.basename(path)
+
+
+def expand_inputs(paths: list[str]) -> list[str]:
+    """Files, directories (their dump files) and globs, as a sorted list of dump files."""
+    files: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = [
+                os.path.join(p, f)
+                for f in os.listdir(p)
+                if f.endswith(DUMP_SUFFIXES) and not _is_index(f) and ".xml" in f
+            ]
+        elif any(ch in p for ch in "*?["):
+            found = [f for f in glob.glob(p) if os.path.isfile(f) and not _is_index(f)]
+        elif os.path.isfile(p):
+            found = [p]
+        else:
+            raise DumpError(f"input {p!r}: no such file or directory")
+        if not found:
+            raise DumpError(f"input {p!r}: matches no dump file ({', '.join(DUMP_SUFFIXES)})")
+        files.extend(os.path.abspath(f) for f in found)
+    return sorted(dict.fromkeys(files))
+
+
+def index_path_for(path: str) -> str | None:
+    """The ``-multistream-index`` file published beside a multistream dump, if present."""
+    base = os.path.basename(path)
+    if "multistream" not in base or not path.endswith(".bz2"):
+        return None
+    name = base.replace("multistream", "multistream-index", 1).replace(".xml", ".txt", 1)
+    candidate = os.path.join(os.path.dirname(path), name)
+    return candidate if os.path.isfile(candidate) else None
+
+
+def read_stream_offsets(index_path: str) -> list[int]:
+    """Distinct stream offsets from a multistream index (``offset:page_id:title`` lines)."""
+    offsets: set[int] = set()
+    opener = bz2.open if index_path.endswith(".bz2") else open
+    with opener(index_path, "rt", encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            head = line.split(":", 1)[0]
+            if not head.strip():
+                continue
+            if not head.isdigit():
+                raise DumpError(f"{index_path}: line {n}: expected 'offset:page_id:title', got {line[:80]!r}")
+            offsets.add(int(head))
+    return sorted(offsets)
+
+
+def plan_tasks(files: list[str], multistream_task_bytes: int = 64 << 20) -> list[DumpTask]:
+    """One task per file; multistream files with an index become byte ranges of whole streams."""
+    tasks: list[DumpTask] = []
+    for path in files:
+        index = index_path_for(path)
+        if index is None:
+            tasks.append(DumpTask(path))
+            continue
+        offsets = read_stream_offsets(index)
+        size = os.path.getsize(path)
+        if not offsets:
+            tasks.append(DumpTask(path))
+            continue
+        # The header stream before the first page stream holds <siteinfo>, read by the driver.
+        bounds = offsets + [size]
+        start = bounds[0]
+        for i in range(1, len(bounds)):
+            if bounds[i] - start >= multistream_task_bytes or i == len(bounds) - 1:
+                tasks.append(DumpTask(path, start, bounds[i]))
+                start = bounds[i]
+    return tasks
+
+
+def _decompressed_blocks(task: DumpTask) -> Iterator[bytes]:
+    """Decompressed bytes of a task; compression errors name the file and compressed offset."""
+    path = task.path
+    if not task.whole_file:
+        yield from _bz2_range_blocks(task)
+        return
+    if path.endswith(".bz2"):
+        opener = bz2.open
+    elif path.endswith(".xz"):
+        opener = lzma.open
+    elif path.endswith(".gz"):
+        opener = gzip.open
+    else:
+        opener = open
+    raw = open(path, "rb")
+    try:
+        stream = raw if opener is open else opener(raw)
+        while True:
+            try:
+                block = stream.read(BLOCK)
+            except EOFError as e:
+                raise _Truncated(f"compressed stream ends early at byte {raw.tell()}: {e}") from e
+            except (OSError, lzma.LZMAError) as e:
+                raise DumpError(f"{path}: corrupt compressed data near byte {raw.tell()}: {e}") from e
+            if not block:
+                return
+            yield block
+    finally:
+        raw.close()
+
+
+def _bz2_range_blocks(task: DumpTask) -> Iterator[bytes]:
+    with open(task.path, "rb") as f:
+        f.seek(task.start)
+        pos = task.start
+        decomp = bz2.BZ2Decompressor()
+        mid_stream = False
+        while pos < task.end:
+            chunk = f.read(min(BLOCK, task.end - pos))
+            if not chunk:
+                raise _Truncated(f"file ends at byte {pos}, its index says {task.end}")
+            pos += len(chunk)
+            while chunk:
+                try:
+                    out = decomp.decompress(chunk)
+                except OSError as e:
+                    raise DumpError(f"{task.path}: corrupt bz2 stream near byte {pos}: {e}") from e
+                mid_stream = not decomp.eof
+                if out:
+                    yield out
+                if decomp.eof:
+                    chunk = decomp.unused_data
+                    decomp = bz2.BZ2Decompressor()
+                else:
+                    chunk = b""
+        if mid_stream:
+            raise _Truncated(f"bz2 stream cut off at byte {task.end}")
+
+
+class _Truncated(Exception):
+    """Input ended before the document did; becomes a counted rejection, not a crash."""
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _check_encoding(first: bytes, where: str) -> None:
+    if first.startswith((b"\xff\xfe", b"\xfe\xff")) or first[:4] in (b"<\x00?\x00", b"\x00<\x00?"):
+        raise DumpError(f"{where}: file is UTF-16; MediaWiki dumps are UTF-8 (convert it with iconv)")
+    if first.startswith(b"\xef\xbb\xbf"):
+        return
+    if not first.lstrip().startswith(b"<"):
+        raise DumpError(f"{where}: not an XML dump: starts with {first[:40]!r}")
+
+
+def _siteinfo_from(elem: ET.Element, lang: str) -> SiteInfo:
+    names: dict[str, int] = {}
+    case = "first-letter"
+    values: dict[str, str] = {}
+    for child in elem:
+        tag = _local(child.tag)
+        if tag == "namespaces":
+            for ns in child:
+                key = int(ns.get("key", "0"))
+                if ns.text and key != 0:
+                    names[re.sub(r"[\s_]+", " ", ns.text).strip().lower()] = key
+        elif tag == "case":
+            case = (child.text or case).strip()
+        else:
+            values[tag] = (child.text or "").strip()
+    dbname = values.get("dbname", "")
+    if not lang and dbname.endswith("wiki"):
+        lang = dbname[: -len("wiki")].replace("_", "-")
+    return SiteInfo(
+        dbname=dbname,
+        sitename=values.get("sitename", ""),
+        base=values.get("base", ""),
+        generator=values.get("generator", ""),
+        case=case,
+        namespaces=names,
+        lang=lang,
+    )
+
+
+def read_siteinfo(path: str) -> SiteInfo:
+    """The ``<siteinfo>`` of a dump file, reading only as far as its end."""
+    parser = ET.XMLPullParser(events=("start", "end"))
+    lang = ""
+    first = True
+    for block in _decompressed_blocks(DumpTask(path)):
+        if first:
+            if not block.strip():
+                continue
+            _check_encoding(block, path)
+            first = False
+        try:
+            parser.feed(block)
+            for event, elem in parser.read_events():
+                if event == "start" and _local(elem.tag) == "mediawiki":
+                    lang = elem.get("{http://www.w3.org/XML/1998/namespace}lang", "")
+                elif event == "end" and _local(elem.tag) == "siteinfo":
+                    return _siteinfo_from(elem, lang)
+                elif event == "start" and _local(elem.tag) == "page":
+                    raise DumpError(f"{path}: no <siteinfo> before the first <page>")
+        except ET.ParseError as e:
+            raise DumpError(f"{path}: malformed XML at line {e.position[0]}, column {e.position[1]}: {e}") from e
+    if first:
+        raise DumpError(f"{path}: empty file")
+    raise DumpError(f"{path}: no <siteinfo> found (not a MediaWiki XML dump?)")
+
+
+def _page_record(elem: ET.Element) -> dict:
+    rec: dict = {"title": None, "ns": None, "id": None, "redirect": None, "timestamp": None, "text": None}
+    for child in elem:
+        tag = _local(child.tag)
+        if tag == "title":
+            rec["title"] = child.text
+        elif tag == "ns":
+            rec["ns"] = child.text
+        elif tag == "id":
+            rec["id"] = child.text
+        elif tag == "redirect":
+            rec["redirect"] = child.get("title", "")
+        elif tag == "revision":
+            # The newest revision wins when a dump holds several.
+            for r in child:
+                rtag = _local(r.tag)
+                if rtag == "timestamp":
+                    rec["timestamp"] = r.text
+                elif rtag == "text":
+                    rec["text"] = r.text or ""
+    return rec
+
+
+def iter_pages(task: DumpTask) -> Iterator[dict]:
+    """Page records of a task, in file order.
+
+    Each record has ``title, ns, id, redirect, timestamp, text`` as strings (or None).
+    A dump cut off mid-page yields its complete pages, then one record with ``truncated`` set
+    saying where the input ended. Malformed XML or corrupt compression raises :class:`DumpError`.
+    """
+    where = task.describe()
+    parser = ET.XMLPullParser(events=("start", "end"))
+    if not task.whole_file:
+        parser.feed(b"<mediawiki>")
+    root = None
+    first = True
+    pages = 0
+    consumed = 0
+    last_id = None
+    open_page = False
+    try:
+        for block in _decompressed_blocks(task):
+            if first:
+                if not block.strip():
+                    continue
+                if task.whole_file:
+                    _check_encoding(block, where)
+                first = False
+            consumed += len(block)
+            if not task.whole_file and block.rstrip().endswith(b"</mediawiki>"):
+                block = block.rstrip()[: -len(b"</mediawiki>")]
+            try:
+                parser.feed(block)
+                for event, elem in parser.read_events():
+                    if event == "start":
+                        if root is None:
+                            root = elem
+                        elif _local(elem.tag) == "page":
+                            open_page = True
+                        continue
+                    if _local(elem.tag) != "page":
+                        continue
+                    rec = _page_record(elem)
+                    open_page = False
+                    root.clear()
+                    pages += 1
+                    last_id = rec["id"]
+                    if pages % PROGRESS_EVERY == 0:
+                        log.info("%s: %d pages parsed (%.1f MB XML)", where, pages, consumed / 1e6)
+                    yield rec
+            except ET.ParseError as e:
+                line, col = e.position
+                raise DumpError(f"{where}: malformed XML at line {line}, column {col} (after page id {last_id}): {e}") from e
+        if first:
+            raise DumpError(f"{where}: empty file")
+        if not task.whole_file:
+            parser.feed(b"</mediawiki>")
+        try:
+            parser.close()
+        except ET.ParseError as e:
+            raise _Truncated(
+                f"XML ends at byte {consumed} of the decompressed stream"
+                + (" inside a page" if open_page else "")
+            ) from e
+    except _Truncated as e:
+        log.warning("%s: truncated after %d complete pages (last page id %s): %s", where, pages, last_id, e)
+        yield {"truncated": f"{where}: {e}; {pages} complete pages read, last complete page id {last_id}"}
+        return
+    log.info("%s: %d pages parsed (%.1f MB XML), done", where, pages, consumed / 1e6)

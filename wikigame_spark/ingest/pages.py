@@ -1,0 +1,88 @@
+"""One dump page record → one row of the ``PAGES`` table: classify, extract, normalise.
+
+Plain Python on plain values: runs inside Spark tasks and in unit tests alike.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from wikigame_spark.ingest.dumps import DumpTask, iter_pages
+from wikigame_spark.ingest.titles import MAIN, SiteInfo, classify_target
+from wikigame_spark.ingest.wikitext import EXTRACTORS
+
+ARTICLE = "article"
+REDIRECT = "redirect"
+OTHER_NAMESPACE = "other_namespace"
+REJECTED = "rejected"
+
+Extractor = Callable[[str], tuple[list[str], str]]
+
+
+def _row(file, kind, reason=None, ns=None, is_redirect=False, page_id=None, title=None,
+         redirect_to=None, timestamp=None, text_bytes=None, summary=None, links=None,
+         links_dropped=None, detail=None) -> tuple:
+    return (file, kind, reason, ns, is_redirect, page_id, title, redirect_to, timestamp,
+            text_bytes, summary, links, links_dropped, detail)
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value.strip()) if value is not None else None
+    except ValueError:
+        return None
+
+
+def normalise_links(raw_links: list[str], site: SiteInfo) -> tuple[list[str], dict[str, int]]:
+    """Main-namespace targets (one per occurrence) and counts of the rest by reason."""
+    kept: list[str] = []
+    dropped: Counter = Counter()
+    for raw in raw_links:
+        kind, title = classify_target(raw, site)
+        if kind == MAIN:
+            kept.append(title)
+        else:
+            dropped[kind] += 1
+    return kept, dict(dropped)
+
+
+def page_row(rec: dict, file: str, site: SiteInfo, extract: Extractor, max_text_bytes: int) -> tuple:
+    """Classify one page and, for an article, extract its links and summary."""
+    if "truncated" in rec:
+        return _row(file, REJECTED, "truncated", detail=rec["truncated"])
+    ns = _int(rec["ns"])
+    page_id = _int(rec["id"])
+    title = rec["title"]
+    is_redirect = rec["redirect"] is not None
+    text = rec["text"]
+    common = dict(ns=ns, is_redirect=is_redirect, page_id=page_id, title=title, timestamp=rec["timestamp"])
+    if ns is None or page_id is None or not title:
+        missing = [k for k, v in (("ns", ns), ("id", page_id), ("title", title)) if not v and v != 0]
+        return _row(file, REJECTED, "missing_field", detail=f"page without {', '.join(missing)}", **common)
+    if ns != 0:
+        return _row(file, OTHER_NAMESPACE, redirect_to=rec["redirect"], **common)
+    if is_redirect:
+        kind, target = classify_target(rec["redirect"], site)
+        if kind == MAIN:
+            return _row(file, REDIRECT, redirect_to=target, **common)
+        return _row(file, REDIRECT, reason=f"redirect_{kind}", detail=rec["redirect"], **common)
+    if text is None:
+        return _row(file, REJECTED, "no_text", detail="revision text missing or deleted", **common)
+    size = len(text.encode("utf-8"))
+    if size > max_text_bytes:
+        return _row(file, REJECTED, "too_large", text_bytes=size,
+                    detail=f"{size} bytes of wikitext > max_text_bytes={max_text_bytes}", **common)
+    try:
+        raw_links, summary = extract(text)
+    except (RecursionError, ValueError, MemoryError) as e:
+        return _row(file, REJECTED, "unparseable", text_bytes=size, detail=f"{type(e).__name__}: {e}", **common)
+    links, dropped = normalise_links(raw_links, site)
+    return _row(file, ARTICLE, text_bytes=size, summary=summary, links=links, links_dropped=dropped, **common)
+
+
+def task_rows(task: DumpTask, site: SiteInfo, method: str, max_text_bytes: int) -> Iterator[tuple]:
+    """All ``PAGES`` rows of one dump task."""
+    extract = EXTRACTORS[method]
+    for rec in iter_pages(task):
+        yield page_row(rec, task.path, site, extract, max_text_bytes)

@@ -1,0 +1,133 @@
+"""Title normalisation and link-target classification, following MediaWiki's rules.
+
+Namespace names come from the dump's own ``<siteinfo>`` (localised, e.g. Latgalian
+``Kategoreja``) plus MediaWiki's canonical English names, which every wiki accepts as aliases.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+
+# MediaWiki's canonical namespace names (valid on every wiki, whatever its language).
+CANONICAL_NAMESPACES = {
+    "media": -2,
+    "special": -1,
+    "talk": 1,
+    "user": 2,
+    "user talk": 3,
+    "project": 4,
+    "project talk": 5,
+    "file": 6,
+    "image": 6,
+    "file talk": 7,
+    "image talk": 7,
+    "mediawiki": 8,
+    "mediawiki talk": 9,
+    "template": 10,
+    "template talk": 11,
+    "help": 12,
+    "help talk": 13,
+    "category": 14,
+    "category talk": 15,
+    "module": 828,
+    "module talk": 829,
+}
+
+# Wikimedia's project interwiki prefixes; language prefixes are recognised by shape.
+PROJECT_INTERWIKI = frozenset(
+    "w wikipedia wikt wiktionary commons c meta m species wikispecies q wikiquote s wikisource "
+    "b wikibooks n wikinews v wikiversity voy wikivoyage d wikidata mw mediawikiwiki phab "
+    "foundation wmf wikimedia metawikimedia incubator outreach betawiki wikitech mail "
+    "bugzilla doi google imdb".split()
+)
+_LANGUAGE_PREFIX = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$")
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+_SPACES = re.compile(r"[\s_\u00a0\u200e\u200f]+")
+_ILLEGAL = re.compile(r"[<>\[\]{}|]")
+
+MAIN = "main"
+OTHER_NAMESPACE = "other_namespace"
+INTERWIKI = "interwiki"
+INVALID = "invalid"
+SECTION_ONLY = "section_only"
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """What a dump's ``<siteinfo>`` says about how its titles work."""
+
+    dbname: str = ""
+    sitename: str = ""
+    base: str = ""
+    generator: str = ""
+    case: str = "first-letter"
+    namespaces: dict[str, int] = field(default_factory=dict)
+    lang: str = ""
+
+    def namespace_of(self, prefix: str) -> int | None:
+        """Namespace number of a title prefix, case-insensitively, or None."""
+        key = _SPACES.sub(" ", prefix).strip().lower()
+        if key in self.namespaces:
+            return self.namespaces[key]
+        return CANONICAL_NAMESPACES.get(key)
+
+    def to_dict(self) -> dict:
+        return {
+            "dbname": self.dbname,
+            "sitename": self.sitename,
+            "base": self.base,
+            "generator": self.generator,
+            "case": self.case,
+            "lang": self.lang,
+            "namespaces": dict(self.namespaces),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SiteInfo:
+        return cls(**{**d, "namespaces": dict(d.get("namespaces", {}))})
+
+
+def capitalise_first(title: str, case: str) -> str:
+    """Upper-case the first letter where the wiki does (``first-letter``), as MediaWiki does."""
+    if case != "first-letter" or not title:
+        return title
+    first = title[0].upper()
+    # MediaWiki keeps characters whose upper case is longer than one (e.g. 'ß').
+    return (first if len(first) == 1 else title[0]) + title[1:]
+
+
+def classify_target(raw: str, site: SiteInfo) -> tuple[str, str]:
+    """Classify a link or redirect target as written in wikitext.
+
+    Returns ``(kind, title)``: kind is ``main`` (title is the normalised main-namespace title),
+    ``other_namespace``, ``interwiki``, ``section_only`` (a link to a section of the same page) or
+    ``invalid`` (markup that MediaWiki would not accept as a title).
+    """
+    text = raw
+    if "<!--" in text:
+        text = _COMMENT.sub("", text)
+    if "&" in text:
+        text = html.unescape(text)
+    if "%" in text:
+        text = unquote(text)
+    text = text.split("#", 1)[0]
+    text = _SPACES.sub(" ", text).strip()
+    if not text:
+        return (SECTION_ONLY if "#" in raw else INVALID), ""
+    if _ILLEGAL.search(text):
+        return INVALID, ""
+    if text.startswith(":"):
+        text = text[1:].lstrip()
+    if ":" in text:
+        prefix, rest = text.split(":", 1)
+        if site.namespace_of(prefix) is not None:
+            return OTHER_NAMESPACE, ""
+        bare = prefix.strip()
+        if bare.lower() in PROJECT_INTERWIKI or _LANGUAGE_PREFIX.match(bare):
+            return INTERWIKI, ""
+    if not text:
+        return INVALID, ""
+    return MAIN, capitalise_first(text, site.case)

@@ -1,0 +1,195 @@
+"""Wikipedia dumps → the link graph: ``nodes``, ``edges``, ``redirects`` and their accounting.
+
+:func:`read_dump_pages` parses dump tasks on the executors into the ``PAGES`` table;
+:func:`build_graph` is the DataFrame stage that turns pages into the graph contract.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from wikigame_spark.graph.ids import dense_index
+from wikigame_spark.ingest.dumps import DumpError, DumpTask, read_siteinfo
+from wikigame_spark.ingest.pages import ARTICLE, OTHER_NAMESPACE, REDIRECT, REJECTED, task_rows
+from wikigame_spark.ingest.titles import SiteInfo
+from wikigame_spark.schemas import DST, EDGES, ID, NODES, PAGE_ID, PAGES, REDIRECTS, SRC, SUMMARY, TARGET, TITLE, require_columns
+
+log = logging.getLogger(__name__)
+
+MISSING = "missing"
+DANGLING = "redirect_dangling"
+CYCLE = "redirect_cycle"
+DUPLICATE_TITLE = "duplicate_title"
+
+
+@dataclass
+class WikipediaGraph:
+    """The graph tables plus the counts that go into the manifest."""
+
+    nodes: DataFrame
+    edges: DataFrame
+    redirects: DataFrame
+    counts: dict
+
+
+def dump_siteinfo(files: list[str], lang: str = "") -> SiteInfo:
+    """The common ``<siteinfo>`` of the input files; files of different wikis are an error."""
+    sites = {path: read_siteinfo(path) for path in files}
+    first_path, site = next(iter(sites.items()))
+    for path, other in sites.items():
+        if (other.dbname, other.case, other.namespaces) != (site.dbname, site.case, site.namespaces):
+            raise DumpError(
+                f"{path} is from wiki {other.dbname!r} but {first_path} is from {site.dbname!r}: "
+                "build one graph per wiki"
+            )
+    if lang:
+        site = SiteInfo.from_dict({**site.to_dict(), "lang": lang})
+    return site
+
+
+def read_dump_pages(
+    spark: SparkSession, tasks: list[DumpTask], site: SiteInfo, method: str, max_text_bytes: int
+) -> DataFrame:
+    """Parse dump tasks on the executors, one Spark task each, into the ``PAGES`` table."""
+    if not tasks:
+        raise DumpError("no dump files to read")
+    rows = functools.partial(task_rows, site=site, method=method, max_text_bytes=max_text_bytes)
+    rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(rows)
+    return spark.createDataFrame(rdd, PAGES)
+
+
+def _counts(df: DataFrame, key: str) -> dict[str, int]:
+    return {r[key]: r["n"] for r in df.groupBy(key).agg(F.count("*").alias("n")).collect()}
+
+
+def _resolve_redirects(redirects: DataFrame, article_ids: DataFrame, max_hops: int) -> tuple[DataFrame, DataFrame]:
+    """Follow redirect chains hop by hop until they reach an article.
+
+    Returns ``(resolved: title, target)`` and ``(failed: title, reason)``; a chain that ends at a
+    missing page is dangling, one still unresolved after ``max_hops`` is a cycle.
+    """
+    hops = redirects.select(F.col(TITLE).alias("cur"), F.col("redirect_to").alias("next"))
+    pending = redirects.select(TITLE, F.col("redirect_to").alias("cur")).localCheckpoint()
+    resolved, failed = [], []
+    for _ in range(max_hops):
+        step = pending.join(article_ids.withColumnRenamed(TITLE, "cur"), "cur", "left")
+        resolved.append(step.filter(F.col(ID).isNotNull()).select(TITLE, F.col(ID).alias(TARGET)))
+        rest = step.filter(F.col(ID).isNull()).select(TITLE, "cur").join(hops, "cur", "left")
+        failed.append(rest.filter(F.col("next").isNull()).select(TITLE, F.lit(DANGLING).alias("reason")))
+        pending = rest.filter(F.col("next").isNotNull()).select(TITLE, F.col("next").alias("cur")).localCheckpoint()
+        if pending.isEmpty():
+            break
+    else:
+        failed.append(pending.select(TITLE, F.lit(CYCLE).alias("reason")))
+    union = functools.partial(functools.reduce, DataFrame.unionByName)
+    return union(resolved), union(failed)
+
+
+def build_graph(pages: DataFrame, max_redirect_hops: int = 32) -> WikipediaGraph:
+    """``PAGES`` → nodes (dense ids by page id), edges, resolved redirects, and accounting."""
+    require_columns(pages, PAGES, "build_graph(pages)")
+    pages = pages.persist(StorageLevel.MEMORY_AND_DISK)
+
+    # One page per main-namespace title: an article beats a redirect, then the newest revision.
+    main = pages.filter(F.col("kind").isin(ARTICLE, REDIRECT))
+    order = Window.partitionBy(TITLE).orderBy(
+        (F.col("kind") == ARTICLE).desc(), F.col("timestamp").desc_nulls_last(), F.col(PAGE_ID).desc()
+    )
+    ranked = main.withColumn("_rank", F.row_number().over(order)).persist(StorageLevel.MEMORY_AND_DISK)
+    winners = ranked.filter(F.col("_rank") == 1)
+
+    indexed = dense_index(
+        winners.filter(F.col("kind") == ARTICLE).select(PAGE_ID, TITLE, SUMMARY, "links", "links_dropped"), PAGE_ID
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    nodes = indexed.select(ID, PAGE_ID, TITLE, F.coalesce(SUMMARY, F.lit("")).alias(SUMMARY))
+
+    redirect_pages = winners.filter(F.col("kind") == REDIRECT)
+    resolved, failed = _resolve_redirects(
+        redirect_pages.filter(F.col("reason").isNull()), indexed.select(TITLE, ID), max_redirect_hops
+    )
+    failed = failed.unionByName(redirect_pages.filter(F.col("reason").isNotNull()).select(TITLE, "reason"))
+    failed = failed.persist(StorageLevel.MEMORY_AND_DISK)
+    redirects = resolved.select(TITLE, TARGET).persist(StorageLevel.MEMORY_AND_DISK)
+
+    lookup = nodes.select(TITLE, F.col(ID).alias(DST)).unionByName(redirects.select(TITLE, F.col(TARGET).alias(DST)))
+    occurrences = indexed.select(F.col(ID).alias(SRC), F.explode("links").alias(TITLE))
+    joined = (
+        occurrences.join(lookup, TITLE, "left")
+        .join(failed.withColumnRenamed("reason", "_failed"), TITLE, "left")
+        .select(
+            SRC,
+            DST,
+            F.when(F.col(DST).isNotNull(), F.lit(None))
+            .when(F.col("_failed").isNotNull(), F.col("_failed"))
+            .otherwise(F.lit(MISSING))
+            .alias("reason"),
+        )
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    pairs = joined.filter(F.col(DST).isNotNull()).select(SRC, DST).distinct()
+    edges = pairs.filter(F.col(SRC) != F.col(DST)).persist(StorageLevel.MEMORY_AND_DISK)
+
+    counts = _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs, edges)
+    return WikipediaGraph(nodes=nodes.select(*NODES.fieldNames()), edges=edges, redirects=redirects, counts=counts)
+
+
+def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs, edges) -> dict:
+    """Every page and every link occurrence counted once, by what became of it."""
+    kinds = {(r["kind"], r["reason"]): r["n"] for r in pages.groupBy("kind", "reason").agg(F.count("*").alias("n")).collect()}
+    duplicates = ranked.filter(F.col("_rank") > 1).count()
+    dup_articles = ranked.filter((F.col("_rank") > 1) & (F.col("kind") == ARTICLE)).count()
+    rejected: dict[str, int] = {}
+    for (kind, reason), n in kinds.items():
+        if kind == REJECTED:
+            rejected[reason] = rejected.get(reason, 0) + n
+    if duplicates:
+        rejected[DUPLICATE_TITLE] = duplicates
+    articles_read = sum(n for (k, _), n in kinds.items() if k == ARTICLE)
+    redirects_read = sum(n for (k, _), n in kinds.items() if k == REDIRECT)
+    page_counts = {
+        "read": sum(kinds.values()),
+        ARTICLE: articles_read - dup_articles,
+        REDIRECT: redirects_read - (duplicates - dup_articles),
+        OTHER_NAMESPACE: sum(n for (k, _), n in kinds.items() if k == OTHER_NAMESPACE),
+        REJECTED: dict(sorted(rejected.items())),
+    }
+    stats = pages.agg(
+        F.max("timestamp").alias("newest"),
+        F.sum(F.col("is_redirect").cast("long")).alias("redirects_all"),
+        F.sum(F.coalesce("text_bytes", F.lit(0))).alias("text_bytes"),
+    ).first()
+    problems = [r["detail"] for r in pages.filter(F.col("kind") == REJECTED).select("detail").limit(20).collect()]
+
+    dropped = {
+        r["key"]: r["n"]
+        for r in indexed.select(F.explode("links_dropped")).groupBy("key").agg(F.sum("value").alias("n")).collect()
+    }
+    for reason, n in _counts(joined.filter(F.col("reason").isNotNull()), "reason").items():
+        dropped[reason] = dropped.get(reason, 0) + n
+    resolved_occurrences = joined.filter(F.col(DST).isNotNull()).count()
+    n_pairs = pairs.count()
+    n_edges = edges.count()
+    dropped["duplicate"] = resolved_occurrences - n_pairs
+    dropped["self_loop"] = n_pairs - n_edges
+    total_links = n_edges + sum(dropped.values())
+
+    return {
+        "pages": page_counts,
+        "redirects_all_namespaces": int(stats["redirects_all"] or 0),
+        "redirects": {
+            "main_namespace": redirect_pages.count(),
+            "resolved": redirects.count(),
+            "dropped": _counts(failed, "reason"),
+        },
+        "links": {"total": total_links, "edges": n_edges, "dropped": dict(sorted(dropped.items()))},
+        "nodes": indexed.count(),
+        "edges": n_edges,
+        "newest_revision": stats["newest"],
+        "wikitext_bytes": int(stats["text_bytes"] or 0),
+        "problems": problems,
+    }

@@ -1,0 +1,71 @@
+"""Table schemas and column names shared by every stage.
+
+Node and edge tables use GraphFrames' column names (``id``, ``src``, ``dst``) so a graph
+directory loads straight into a GraphFrame.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+ID = "id"
+SRC = "src"
+DST = "dst"
+PAGE_ID = "page_id"
+TITLE = "title"
+SUMMARY = "summary"
+TARGET = "target"
+
+NODES = StructType(
+    [
+        StructField(ID, LongType(), False),
+        StructField(PAGE_ID, LongType(), False),
+        StructField(TITLE, StringType(), False),
+        StructField(SUMMARY, StringType(), False),
+    ]
+)
+
+EDGES = StructType([StructField(SRC, LongType(), False), StructField(DST, LongType(), False)])
+
+REDIRECTS = StructType([StructField(TITLE, StringType(), False), StructField(TARGET, LongType(), False)])
+
+# One row per page read from a dump, after per-page extraction on the executors.
+# kind: article | redirect | other_namespace | rejected; reason says why a page was rejected or
+# why a main-namespace redirect cannot be followed. links are normalised main-namespace link
+# targets, one per occurrence; links_dropped counts the other occurrences by reason.
+PAGES = StructType(
+    [
+        StructField("file", StringType(), False),
+        StructField("kind", StringType(), False),
+        StructField("reason", StringType(), True),
+        StructField("ns", IntegerType(), True),
+        StructField("is_redirect", BooleanType(), False),
+        StructField(PAGE_ID, LongType(), True),
+        StructField(TITLE, StringType(), True),
+        StructField("redirect_to", StringType(), True),
+        StructField("timestamp", StringType(), True),
+        StructField("text_bytes", LongType(), True),
+        StructField(SUMMARY, StringType(), True),
+        StructField("links", ArrayType(StringType(), False), True),
+        StructField("links_dropped", MapType(StringType(), LongType(), False), True),
+        StructField("detail", StringType(), True),
+    ]
+)
+
+
+def require_columns(df: DataFrame, needed: StructType | list[str], what: str) -> None:
+    """Fail early, naming the missing columns, when a stage gets the wrong table."""
+    names = needed.fieldNames() if isinstance(needed, StructType) else list(needed)
+    missing = [c for c in names if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what}: missing column(s) {missing}; got {df.columns}")

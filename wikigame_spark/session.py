@@ -1,0 +1,41 @@
+"""Building the SparkSession for jobs, notebooks and tests.
+
+Spark settings come from ``spark-defaults.conf`` (``SPARK_CONF_DIR``, the project's ``conf/`` in
+``make`` targets) and ``spark-submit`` flags, as usual. The only addition is the project's own
+``jars/`` folder (GraphFrames, hadoop-aws, fetched by ``make install``), put on the classpath
+when running locally and nothing else has set ``spark.jars``.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JARS_DIR = os.environ.get("WIKIGAME_JARS_DIR", os.path.join(PROJECT_DIR, "jars"))
+
+
+def project_jars() -> list[str]:
+    return sorted(glob.glob(os.path.join(JARS_DIR, "*.jar")))
+
+
+def build_session(app_name: str, master: str | None = None, conf: dict | None = None) -> SparkSession:
+    """The active session, or a new one named ``app_name`` with the project's jars."""
+    # Python workers run the interpreter that runs the driver unless told otherwise
+    # (PYSPARK_PYTHON / spark.pyspark.python, as on a cluster whose nodes have their own).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    jars = project_jars()
+    if jars and "spark.jars" not in (conf or {}):
+        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return spark
