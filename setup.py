@@ -16,8 +16,11 @@ setup(
         "boto3>=1.34",
         "pyyaml>=6",
         "graphframes-py>=0.11",
+        "mlflow>=3.1",
+        "scipy>=1.11",
+        "matplotlib>=3.8",
     ],
     extras_require={
-        "dev": ["pytest>=8", "ruff>=0.6"],
+        "dev": ["pytest>=8", "ruff>=0.6", "moto[server]>=5"],
     },
 )

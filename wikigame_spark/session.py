@@ -2,8 +2,8 @@
 
 Spark settings come from ``spark-defaults.conf`` (``SPARK_CONF_DIR``, the project's ``conf/`` in
 ``make`` targets) and ``spark-submit`` flags, as usual. The only addition is the project's own
-``jars/`` folder (GraphFrames, hadoop-aws, fetched by ``make install``), put on the classpath
-when running locally and nothing else has set ``spark.jars``.
+``jars/`` folder (hadoop-aws and the AWS SDK, fetched by ``make install``), put on the driver
+and executor classpath when it exists.
 """
 
 from __future__ import annotations
@@ -31,9 +31,12 @@ def build_session(app_name: str, master: str | None = None, conf: dict | None = 
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    jars = project_jars()
-    if jars and "spark.jars" not in (conf or {}):
-        builder = builder.config("spark.jars", ",".join(jars))
+    if project_jars():
+        # On the classpath in place (not shipped through spark.jars): the AWS SDK bundle alone
+        # is 600 MB, and local or single-machine standalone executors read the same folder.
+        classpath = os.path.join(JARS_DIR, "*")
+        builder = builder.config("spark.driver.extraClassPath", classpath)
+        builder = builder.config("spark.executor.extraClassPath", classpath)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -1,0 +1,51 @@
+# wikigame-spark — `make demo` and `make test` work on a fresh machine: they install what is missing.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DATA ?= ../shared/data
+OUT ?= out/demo
+export SPARK_CONF_DIR := $(CURDIR)/conf
+export PYSPARK_PYTHON := $(CURDIR)/$(PY)
+export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
+
+.PHONY: install test demo bench lint clean
+
+install: $(VENV)/.installed jars/.installed
+
+$(VENV)/.installed: setup.py
+	@command -v python3 >/dev/null || { apt-get update -qq && apt-get install -y -qq python3 python3-venv; }
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+# JVM side: Java 17+ for Spark 4, and hadoop-aws + AWS SDK matched to pyspark's Hadoop, from Maven Central.
+jars/.installed: conf/maven/pom.xml $(VENV)/.installed
+	@bash conf/check_java.sh
+	@command -v mvn >/dev/null || { apt-get update -qq && apt-get install -y -qq maven; }
+	@hadoop=$$(ls $(VENV)/lib/python3*/site-packages/pyspark/jars/ | sed -n 's/^hadoop-client-api-\(.*\)\.jar$$/\1/p'); \
+	  grep -q "<hadoop.version>$$hadoop<" conf/maven/pom.xml || { echo "pyspark ships Hadoop $$hadoop but conf/maven/pom.xml pins another version"; exit 1; }
+	mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars
+	touch $@
+
+test: install
+	$(PY) -m pytest -q tests
+
+# The main job on the embedded default: the complete Latgalian Wikipedia, local Spark.
+demo: install
+	@dump=$(DATA)/wikipedia/ltgwiki-20170901-pages-articles.xml.bz2; \
+	if [ ! -f $$dump ]; then \
+	  mkdir -p .cache && dump=.cache/ltgwiki-latest-pages-articles.xml.bz2; \
+	  [ -f $$dump ] || curl -fL -o $$dump https://dumps.wikimedia.org/ltgwiki/latest/ltgwiki-latest-pages-articles.xml.bz2; \
+	fi; \
+	$(PY) jobs/build_wikipedia.py --input $$dump --output $(OUT)/ltgwiki --overwrite
+
+bench: install
+	$(PY) bench/bench_wikipedia.py
+
+lint: install
+	$(VENV)/bin/ruff check wikigame_spark jobs tests bench
+	$(VENV)/bin/ruff format --check wikigame_spark jobs tests bench
+
+clean:
+	rm -rf out spark-warehouse metastore_db derby.log .pytest_cache

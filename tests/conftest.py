@@ -1,0 +1,47 @@
+"""Shared fixtures: one local SparkSession for the whole run, paths to the real data."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.environ.get("WIKIGAME_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
+WIKI = os.path.join(DATA, "wikipedia")
+LTG = os.path.join(WIKI, "ltgwiki-20170901-pages-articles.xml.bz2")
+ENWIKI = os.path.join(WIKI, "enwiki-pages-articles1-head.xml.bz2")
+BNWIKI = os.path.join(WIKI, "bnwiki-20230501-head-truncated.xml.xz")
+
+os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    from wikigame_spark.session import build_session
+
+    session = build_session(
+        "wikigame-tests",
+        master="local[2]",
+        conf={
+            "spark.sql.shuffle.partitions": "4",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.driver.memory": "4g",
+        },
+    )
+    session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def ltg_graph(tmp_path_factory, spark):
+    """The real Latgalian Wikipedia built once by the job, shared by the tests that read it."""
+    from jobs import build_wikipedia
+
+    out = str(tmp_path_factory.mktemp("graphs") / "ltgwiki")
+    assert build_wikipedia.main(["--input", LTG, "--output", out]) == 0
+    return out
