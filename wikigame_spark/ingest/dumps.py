@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import bz2
 import glob
-import gzip
 import logging
 import lzma
 import os
 import re
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -121,63 +121,56 @@ def plan_tasks(files: list[str], multistream_task_bytes: int = 64 << 20) -> list
     return tasks
 
 
+_DECOMPRESSORS = {
+    ".bz2": bz2.BZ2Decompressor,
+    ".xz": lzma.LZMADecompressor,
+    ".gz": lambda: zlib.decompressobj(wbits=31),
+}
+
+
 def _decompressed_blocks(task: DumpTask) -> Iterator[bytes]:
-    """Decompressed bytes of a task; compression errors name the file and compressed offset."""
-    path = task.path
-    if not task.whole_file:
-        yield from _bz2_range_blocks(task)
-        return
-    if path.endswith(".bz2"):
-        opener = bz2.open
-    elif path.endswith(".xz"):
-        opener = lzma.open
-    elif path.endswith(".gz"):
-        opener = gzip.open
-    else:
-        opener = open
-    raw = open(path, "rb")
-    try:
-        stream = raw if opener is open else opener(raw)
-        while True:
-            try:
-                block = stream.read(BLOCK)
-            except EOFError as e:
-                raise _Truncated(f"compressed stream ends early at byte {raw.tell()}: {e}") from e
-            except (OSError, lzma.LZMAError) as e:
-                raise DumpError(f"{path}: corrupt compressed data near byte {raw.tell()}: {e}") from e
-            if not block:
-                return
-            yield block
-    finally:
-        raw.close()
+    """Decompressed bytes of a task, stream by stream (multistream and concatenated files too).
 
-
-def _bz2_range_blocks(task: DumpTask) -> Iterator[bytes]:
+    Decompressor objects rather than file wrappers, so that a file cut off mid-stream still
+    yields everything before the cut. Corrupt data raises :class:`DumpError` naming the file
+    and compressed byte offset; a cut-off stream raises :class:`_Truncated`.
+    """
+    suffix = next((s for s in _DECOMPRESSORS if task.path.endswith(s)), None)
+    end = task.end if task.end >= 0 else os.path.getsize(task.path)
     with open(task.path, "rb") as f:
         f.seek(task.start)
         pos = task.start
-        decomp = bz2.BZ2Decompressor()
+        if suffix is None:
+            while pos < end:
+                block = f.read(min(BLOCK, end - pos))
+                if not block:
+                    return
+                pos += len(block)
+                yield block
+            return
+        make = _DECOMPRESSORS[suffix]
+        decomp = make()
         mid_stream = False
-        while pos < task.end:
-            chunk = f.read(min(BLOCK, task.end - pos))
+        while pos < end:
+            chunk = f.read(min(BLOCK, end - pos))
             if not chunk:
-                raise _Truncated(f"file ends at byte {pos}, its index says {task.end}")
+                break
             pos += len(chunk)
             while chunk:
                 try:
                     out = decomp.decompress(chunk)
-                except OSError as e:
-                    raise DumpError(f"{task.path}: corrupt bz2 stream near byte {pos}: {e}") from e
+                except (OSError, lzma.LZMAError, zlib.error) as e:
+                    raise DumpError(f"{task.path}: corrupt compressed data near byte {pos}: {e}") from e
                 mid_stream = not decomp.eof
                 if out:
                     yield out
                 if decomp.eof:
                     chunk = decomp.unused_data
-                    decomp = bz2.BZ2Decompressor()
+                    decomp = make()
                 else:
                     chunk = b""
         if mid_stream:
-            raise _Truncated(f"bz2 stream cut off at byte {task.end}")
+            raise _Truncated(f"compressed stream ends early at byte {pos} (a cut-off download?)")
 
 
 class _Truncated(Exception):

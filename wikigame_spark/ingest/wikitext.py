@@ -40,8 +40,20 @@ _HIDDEN = re.compile(
     re.S | re.I,
 )
 # A wikilink: a title without newline, brackets or angle brackets (the parser's rule), then an
-# optional label, then the closing brackets. Nested links inside labels are found on their own.
-_LINK = re.compile(r"\[\[([^\[\]\n<>|]*(?:<!--.*?-->[^\[\]\n<>|]*)*)(?:\|[^\[\]]*)?\]\]", re.S)
+# optional label that may hold nested links, single-bracket external links or a lone "]".
+_LINK = re.compile(
+    r"\[\[([^\[\]\n<>|]*(?:<!--.*?-->[^\[\]\n<>|]*)*)"
+    r"(?:\|((?:[^\[\]]|\[\[[^\[\]]*\]\]|\[[^\[\]]*\]|\](?!\]))*))?\]\]",
+    re.S,
+)
+
+
+def _scan_links(text: str, out: list[str]) -> None:
+    for m in _LINK.finditer(text):
+        out.append(m.group(1))
+        label = m.group(2)
+        if label and "[[" in label:
+            _scan_links(label, out)
 
 
 def fast_links(text: str) -> list[str]:
@@ -50,7 +62,9 @@ def fast_links(text: str) -> list[str]:
         return []
     if "<" in text:
         text = _HIDDEN.sub(" ", text)
-    return _LINK.findall(text)
+    out: list[str] = []
+    _scan_links(text, out)
+    return out
 
 
 # Constructs whose opening and closing must balance before a prefix may be cut.

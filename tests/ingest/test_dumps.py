@@ -1,0 +1,126 @@
+import bz2
+import lzma
+import shutil
+from collections import Counter
+
+import pytest
+
+from tests.conftest import BNWIKI, ENWIKI, LTG
+from tests.ingest.dumpgen import page_xml, small_dump, write_multistream
+from wikigame_spark.ingest.dumps import DumpError, DumpTask, expand_inputs, iter_pages, plan_tasks, read_siteinfo
+from wikigame_spark.ingest.pages import task_rows
+
+
+def kinds(path):
+    return Counter(
+        (r.get("ns"), r.get("redirect") is not None) if "truncated" not in r else "truncated"
+        for r in iter_pages(DumpTask(path))
+    )
+
+
+def test_latgalian_dump_page_counts():
+    c = kinds(LTG)
+    assert sum(c.values()) == 2004
+    assert c[("0", False)] + c[("0", True)] == 1050
+    assert c[("0", True)] == 147
+    assert sum(n for (ns, red), n in c.items() if red) == 195
+    assert c[("14", False)] + c[("14", True)] == 539
+
+
+def test_english_head_page_counts():
+    c = kinds(ENWIKI)
+    assert sum(c.values()) == 206
+    assert c[("0", False)] == 106 and c[("0", True)] == 99 and c[("4", True)] == 1
+
+
+def test_truncated_bengali_dump_yields_complete_pages_then_a_counted_truncation():
+    records = list(iter_pages(DumpTask(BNWIKI)))
+    assert len(records) == 723
+    assert "truncated" in records[-1]
+    assert BNWIKI in records[-1]["truncated"] and "722 complete pages" in records[-1]["truncated"]
+    complete = records[:-1]
+    assert sum(r["ns"] == "0" and r["redirect"] is None for r in complete) == 380
+    assert sum(r["ns"] == "0" and r["redirect"] is not None for r in complete) == 69
+
+
+def test_multistream_splits_into_tasks_with_the_same_pages(tmp_path):
+    xml = bz2.decompress(open(LTG, "rb").read())
+    dump, index = write_multistream(xml, str(tmp_path), "ltgwiki-20170901", pages_per_stream=50)
+    tasks = plan_tasks([dump], multistream_task_bytes=64 * 1024)
+    assert len(tasks) > 5 and all(not t.whole_file for t in tasks)
+    assert tasks[0].start > 0 and tasks[-1].end == (tmp_path / dump).stat().st_size
+    split = [r["id"] for t in tasks for r in iter_pages(t)]
+    whole = [r["id"] for r in iter_pages(DumpTask(LTG))]
+    assert split == whole
+    assert read_siteinfo(dump).dbname == "ltgwiki"
+    # the index beside the dump is found; a directory input lists the dump but not the index
+    assert expand_inputs([str(tmp_path)]) == [dump]
+
+
+def write(path, data: bytes):
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_empty_file_is_a_clear_error(tmp_path):
+    p = write(tmp_path / "empty.xml", b"")
+    with pytest.raises(DumpError, match=r"empty\.xml: empty file"):
+        list(iter_pages(DumpTask(p)))
+
+
+def test_utf16_file_is_a_clear_error(tmp_path):
+    p = write(tmp_path / "u16.xml", small_dump([page_xml("A", 1, "x")]).encode("utf-16"))
+    with pytest.raises(DumpError, match="u16.xml: file is UTF-16"):
+        list(iter_pages(DumpTask(p)))
+    with pytest.raises(DumpError, match="UTF-16"):
+        read_siteinfo(p)
+
+
+def test_malformed_xml_names_file_and_line(tmp_path):
+    good = page_xml("A", 1, "[[B]]")
+    bad = "  <page>\n    <title>B</title>\n    <ns>0</ns>\n  </pgae>\n"
+    p = write(tmp_path / "bad.xml", small_dump([good, bad]).encode())
+    with pytest.raises(DumpError, match=r"bad\.xml: malformed XML at line \d+, column \d+ \(after page id 1\)"):
+        list(iter_pages(DumpTask(p)))
+
+
+def test_corrupt_bz2_stream_names_file_and_byte(tmp_path):
+    data = bytearray(open(LTG, "rb").read())
+    data[300_000:300_200] = b"\x00" * 200
+    p = write(tmp_path / "corrupt.xml.bz2", bytes(data))
+    with pytest.raises(DumpError, match=r"corrupt\.xml\.bz2: corrupt compressed data near byte \d+"):
+        list(iter_pages(DumpTask(p)))
+
+
+def test_cut_compressed_file_is_a_counted_truncation(tmp_path):
+    data = open(LTG, "rb").read()
+    p = write(tmp_path / "cut.xml.bz2", data[: len(data) // 2])
+    records = list(iter_pages(DumpTask(p)))
+    assert "truncated" in records[-1] and "compressed stream ends early" in records[-1]["truncated"]
+    assert 100 < len(records) < 2004
+
+
+def test_xz_and_plain_xml_read_alike(tmp_path):
+    xml = small_dump([page_xml("A", 1, "[[B]]"), page_xml("B", 2, "", redirect="A")])
+    plain = write(tmp_path / "t.xml", xml.encode())
+    xz = write(tmp_path / "t.xml.xz", lzma.compress(xml.encode()))
+    assert list(iter_pages(DumpTask(plain))) == list(iter_pages(DumpTask(xz)))
+
+
+def test_huge_page_and_missing_fields_are_counted_rejections(tmp_path):
+    xml = small_dump(
+        [page_xml("Big", 1, "x" * 5000), page_xml("Ok", 2, "[[Big]]"), "  <page>\n    <ns>0</ns>\n  </page>\n"]
+    )
+    p = write(tmp_path / "t.xml", xml.encode())
+    site = read_siteinfo(p)
+    rows = list(task_rows(DumpTask(p), site, "fast", max_text_bytes=1000))
+    assert [(r[1], r[2]) for r in rows] == [("rejected", "too_large"), ("article", None), ("rejected", "missing_field")]
+
+
+def test_missing_input_is_a_clear_error(tmp_path):
+    with pytest.raises(DumpError, match="no such file"):
+        expand_inputs([str(tmp_path / "nope.xml.bz2")])
+    with pytest.raises(DumpError, match="matches no dump file"):
+        expand_inputs([str(tmp_path / "*.xml.bz2")])
+    shutil.copy(LTG, tmp_path / "a-pages-articles.xml.bz2")
+    assert len(expand_inputs([str(tmp_path / "*.bz2")])) == 1

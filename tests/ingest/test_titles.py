@@ -1,0 +1,62 @@
+import pytest
+
+from wikigame_spark.ingest.dumps import read_siteinfo
+from wikigame_spark.ingest.titles import (
+    INTERWIKI,
+    INVALID,
+    MAIN,
+    OTHER_NAMESPACE,
+    SECTION_ONLY,
+    SiteInfo,
+    capitalise_first,
+    classify_target,
+)
+from tests.conftest import LTG
+
+EN = SiteInfo(dbname="enwiki", case="first-letter", namespaces={"category": 14, "file": 6, "template": 10})
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("foo bar", (MAIN, "Foo bar")),
+        ("foo_bar#History", (MAIN, "Foo bar")),
+        ("  Foo   bar  ", (MAIN, "Foo bar")),
+        ("AT&amp;T", (MAIN, "AT&T")),
+        ("Foo%20bar", (MAIN, "Foo bar")),
+        (":Foo", (MAIN, "Foo")),
+        ("Foo<!-- note -->", (MAIN, "Foo")),
+        ("Star Wars: Episode I", (MAIN, "Star Wars: Episode I")),
+        ("#Early life", (SECTION_ONLY, "")),
+        ("Category:Physics", (OTHER_NAMESPACE, "")),
+        (":Category:Physics", (OTHER_NAMESPACE, "")),
+        ("image:x.jpg", (OTHER_NAMESPACE, "")),
+        ("en:Physics", (INTERWIKI, "")),
+        ("zh-min-nan:Physics", (INTERWIKI, "")),
+        ("wikt:physics", (INTERWIKI, "")),
+        ("Foo{{bar}}", (INVALID, "")),
+        ("", (INVALID, "")),
+    ],
+)
+def test_classify_target(raw, expected):
+    assert classify_target(raw, EN) == expected
+
+
+def test_localised_namespaces_come_from_the_dump():
+    site = read_siteinfo(LTG)
+    assert site.dbname == "ltgwiki" and site.lang == "ltg" and site.case == "first-letter"
+    assert site.namespaces["kategoreja"] == 14 and site.namespaces["taiss"] == 10
+    assert classify_target("Kategoreja:Latgola", site) == (OTHER_NAMESPACE, "")
+    assert classify_target("kategoreja:Latgola", site) == (OTHER_NAMESPACE, "")
+    assert classify_target("Fails:X.jpg", site) == (OTHER_NAMESPACE, "")
+    # English canonical names are aliases on every wiki
+    assert classify_target("Category:Latgola", site) == (OTHER_NAMESPACE, "")
+    # but an English name that is no namespace stays a title
+    assert classify_target("latgola", site) == (MAIN, "Latgola")
+
+
+def test_case_sensitive_wiki_keeps_first_letter():
+    site = SiteInfo(dbname="enwiktionary", case="case-sensitive")
+    assert classify_target("physics", site) == (MAIN, "physics")
+    assert capitalise_first("ßeta", "first-letter") == "ßeta"
+    assert capitalise_first("ēka", "first-letter") == "Ēka"
