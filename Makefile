@@ -6,6 +6,7 @@ DATA ?= ../shared/data
 OUT ?= out/demo
 export SPARK_CONF_DIR := $(CURDIR)/conf
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
+export SPARK_LOCAL_IP ?= 127.0.0.1
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 
 .PHONY: install test demo bench lint clean

@@ -9,7 +9,7 @@ setup(
     install_requires=[
         "pyspark==4.1.4",
         "pyarrow>=15",
-        "pandas>=2.2",
+        "pandas>=2.2,<3",  # pyspark 4.1 (pandas API, testing) needs pandas 2
         "numpy>=1.26",
         "mwxml>=0.3.4",
         "mwparserfromhell>=0.7",

@@ -24,6 +24,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--overwrite", action="store_true", default=None, help="replace an existing output")
     p.add_argument("--method", choices=["fast", "reference"], help="link/summary extraction (default fast)")
     p.add_argument("--max-text-bytes", type=int, help="reject articles with more wikitext than this")
+    p.add_argument("--multistream-task-bytes", type=int, help="compressed bytes per task of a multistream dump")
     p.add_argument("--config", help="YAML settings (default conf/build_wikipedia.yaml)")
     return p.parse_args(argv)
 

@@ -16,6 +16,8 @@ BNWIKI = os.path.join(WIKI, "bnwiki-20230501-head-truncated.xml.xz")
 
 os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Keep Spark on loopback: tests only talk to 127.0.0.1.
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
 @pytest.fixture(scope="session")

@@ -119,3 +119,95 @@ def default_yaml(job: str) -> str | None:
 
 
 __all__ = ["ConfigError", "WikipediaBuildConfig", "load_config", "flatten", "default_yaml"]
+
+
+# --- Graph statistics and game sampling (jobs/graph_stats.py, jobs/sample_games.py) ------------
+DISTANCE_METHODS = ("auto", "local", "distributed")
+
+
+def _check_distance_method(cfg: Any) -> None:
+    if not cfg.graph:
+        raise ConfigError("graph: give a graph directory with nodes/, edges/ and manifest.json (--graph)")
+    if cfg.method not in DISTANCE_METHODS:
+        raise ConfigError(f"method: {cfg.method!r} is not one of {', '.join(DISTANCE_METHODS)}")
+    if cfg.local_max_edges < 0:
+        raise ConfigError(f"local_max_edges: must be 0 or more, got {cfg.local_max_edges}")
+    if cfg.bfs_batch_pairs <= 0:
+        raise ConfigError(f"bfs_batch_pairs: must be positive, got {cfg.bfs_batch_pairs}")
+    if not 0 <= cfg.seed < 1 << 63:
+        raise ConfigError(f"seed: must be an integer from 0 to 2**63-1, got {cfg.seed}")
+
+
+@dataclass(frozen=True)
+class GraphStatsConfig:
+    """``jobs/graph_stats.py``: the paper's Table 1 row and Figure 1B for one graph."""
+
+    graph: str = ""
+    output: str = ""  # default <graph>/stats
+    pairs: int = 1000
+    seed: int = 0
+    method: str = "auto"
+    local_max_edges: int = 100_000_000
+    bfs_batch_pairs: int = 2000
+    experiment: str = "graph_stats"
+    overwrite: bool = False
+
+    def validate(self) -> None:
+        _check_distance_method(self)
+        if self.pairs <= 0:
+            raise ConfigError(f"pairs: must be positive, got {self.pairs}")
+
+
+@dataclass(frozen=True)
+class SampleGamesConfig:
+    """``jobs/sample_games.py``: reachable (source, target) pairs with exact optimal lengths."""
+
+    graph: str = ""
+    output: str = ""  # default <graph>/games
+    games: int = 10000
+    seed: int = 0
+    target_language: str = ""
+    targets_where: str = ""
+    stratify: str = ""  # e.g. "3-4,5-6,7-8": equal numbers of games per optimal-length band
+    method: str = "auto"
+    local_max_edges: int = 100_000_000
+    bfs_batch_pairs: int = 2000
+    max_draws: int = 0  # 0: 1,000 × games + 100,000
+    experiment: str = "sample_games"
+    overwrite: bool = False
+
+    def validate(self) -> None:
+        _check_distance_method(self)
+        if self.games <= 0:
+            raise ConfigError(f"games: must be positive, got {self.games}")
+        if self.max_draws < 0 or 0 < self.max_draws < self.games:
+            raise ConfigError(f"max_draws: must be 0 (automatic) or at least games={self.games}, got {self.max_draws}")
+        bands = self.strata()
+        if bands and self.games < len(bands):
+            raise ConfigError(f"games: {self.games} is fewer than the {len(bands)} bands of stratify={self.stratify!r}")
+
+    def strata(self) -> tuple[tuple[int, int], ...]:
+        """``stratify`` as sorted ``(low, high)`` step bands, inclusive; empty when not stratified."""
+        if not self.stratify.strip():
+            return ()
+        bands = []
+        for part in self.stratify.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            try:
+                band = (int(lo), int(hi if sep else lo))
+            except ValueError as e:
+                raise ConfigError(f"stratify: {part.strip()!r} is not a band like 3-4 or 5 (in {self.stratify!r})") from e
+            if not 1 <= band[0] <= band[1]:
+                raise ConfigError(f"stratify: band {part.strip()!r} must satisfy 1 <= low <= high")
+            bands.append(band)
+        bands.sort()
+        for i in range(1, len(bands)):
+            if bands[i][0] <= bands[i - 1][1]:
+                raise ConfigError(f"stratify: bands overlap in {self.stratify!r}")
+        return tuple(bands)
+
+    def draw_limit(self) -> int:
+        return self.max_draws or 1000 * self.games + 100_000
+
+
+__all__ += ["GraphStatsConfig", "SampleGamesConfig"]

@@ -69,3 +69,22 @@ def require_columns(df: DataFrame, needed: StructType | list[str], what: str) ->
     missing = [c for c in names if c not in df.columns]
     if missing:
         raise ValueError(f"{what}: missing column(s) {missing}; got {df.columns}")
+
+
+# --- Games (jobs/sample_games.py) ----------------------------------------------------------------
+# One row per game: a (source, target) pair of node ids known to be reachable, with the exact
+# length of a shortest directed path; game_id numbers the games 0…N−1 in draw order.
+GAME_ID = "game_id"
+SOURCE = "source"
+OPTIMAL_STEPS = "optimal_steps"
+# Optional node column (OpenAlex graphs) that --target-language filters on.
+LANGUAGE = "language"
+
+GAMES = StructType(
+    [
+        StructField(GAME_ID, LongType(), False),
+        StructField(SOURCE, LongType(), False),
+        StructField(TARGET, LongType(), False),
+        StructField(OPTIMAL_STEPS, IntegerType(), False),
+    ]
+)
