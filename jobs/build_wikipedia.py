@@ -1,6 +1,6 @@
 """Wikipedia pages-articles dumps → Parquet graph (nodes, edges, redirects, manifest.json).
 
-    spark-submit jobs/build_wikipedia.py --input DUMP [DUMP…] --output DIR [--lang CODE] [--overwrite]
+spark-submit jobs/build_wikipedia.py --input DUMP [DUMP…] --output DIR [--lang CODE] [--overwrite]
 """
 
 from __future__ import annotations

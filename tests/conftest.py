@@ -18,6 +18,7 @@ os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # Keep Spark on loopback: tests only talk to 127.0.0.1.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 
 
 @pytest.fixture(scope="session")

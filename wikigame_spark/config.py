@@ -118,7 +118,7 @@ def default_yaml(job: str) -> str | None:
     return path if os.path.isfile(path) else None
 
 
-__all__ = ["ConfigError", "WikipediaBuildConfig", "load_config", "flatten", "default_yaml"]
+__all__ = ["ConfigError", "WikipediaBuildConfig", "default_yaml", "flatten", "load_config"]
 
 
 # --- Graph statistics and game sampling (jobs/graph_stats.py, jobs/sample_games.py) ------------
@@ -196,7 +196,9 @@ class SampleGamesConfig:
             try:
                 band = (int(lo), int(hi if sep else lo))
             except ValueError as e:
-                raise ConfigError(f"stratify: {part.strip()!r} is not a band like 3-4 or 5 (in {self.stratify!r})") from e
+                raise ConfigError(
+                    f"stratify: {part.strip()!r} is not a band like 3-4 or 5 (in {self.stratify!r})"
+                ) from e
             if not 1 <= band[0] <= band[1]:
                 raise ConfigError(f"stratify: band {part.strip()!r} must satisfy 1 <= low <= high")
             bands.append(band)

@@ -127,7 +127,10 @@ def code_version() -> str:
     try:
         commit = subprocess.run(
             ["git", "-C", here, "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = ""

@@ -124,3 +124,28 @@ def test_two_files_of_different_wikis_are_refused(tmp_path):
     with pytest.raises(ValueError, match="build one graph per wiki"):
         build_wikipedia.main(["--input", LTG, ENWIKI, "--output", str(tmp_path / "mixed")])
     assert not os.path.exists(tmp_path / "mixed")
+
+
+def test_standalone_cluster_gives_the_same_graph(spark, ltg_graph, tmp_path):
+    """spark-submit to a real master with two worker processes on 127.0.0.1."""
+    import subprocess
+    import sys
+
+    from tests.standalone import StandaloneCluster
+
+    out = str(tmp_path / "cluster")
+    with StandaloneCluster(str(tmp_path)) as cluster:
+        submit = [os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", cluster.url]
+        submit += ["--conf", "spark.executor.memory=1g", "--conf", "spark.cores.max=2"]
+        run = subprocess.run(
+            submit + ["jobs/build_wikipedia.py", "--input", LTG, "--output", out],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "build_wikipedia: wrote" in run.stdout
+    a, b = load(spark, ltg_graph), load(spark, out)
+    for x, y in zip(a[:3], b[:3]):
+        assertDataFrameEqual(x, y)
+    assert a[3]["counts"] == b[3]["counts"]

@@ -45,7 +45,7 @@ def test_truncated_bengali_dump_yields_complete_pages_then_a_counted_truncation(
 
 def test_multistream_splits_into_tasks_with_the_same_pages(tmp_path):
     xml = bz2.decompress(open(LTG, "rb").read())
-    dump, index = write_multistream(xml, str(tmp_path), "ltgwiki-20170901", pages_per_stream=50)
+    dump, _ = write_multistream(xml, str(tmp_path), "ltgwiki-20170901", pages_per_stream=50)
     tasks = plan_tasks([dump], multistream_task_bytes=64 * 1024)
     assert len(tasks) > 5 and all(not t.whole_file for t in tasks)
     assert tasks[0].start > 0 and tasks[-1].end == (tmp_path / dump).stat().st_size
@@ -70,7 +70,7 @@ def test_empty_file_is_a_clear_error(tmp_path):
 
 def test_utf16_file_is_a_clear_error(tmp_path):
     p = write(tmp_path / "u16.xml", small_dump([page_xml("A", 1, "x")]).encode("utf-16"))
-    with pytest.raises(DumpError, match="u16.xml: file is UTF-16"):
+    with pytest.raises(DumpError, match=r"u16\.xml: file is UTF-16"):
         list(iter_pages(DumpTask(p)))
     with pytest.raises(DumpError, match="UTF-16"):
         read_siteinfo(p)

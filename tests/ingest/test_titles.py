@@ -1,5 +1,6 @@
 import pytest
 
+from tests.conftest import LTG
 from wikigame_spark.ingest.dumps import read_siteinfo
 from wikigame_spark.ingest.titles import (
     INTERWIKI,
@@ -11,7 +12,6 @@ from wikigame_spark.ingest.titles import (
     capitalise_first,
     classify_target,
 )
-from tests.conftest import LTG
 
 EN = SiteInfo(dbname="enwiki", case="first-letter", namespaces={"category": 14, "file": 6, "template": 10})
 

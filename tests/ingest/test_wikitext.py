@@ -32,7 +32,9 @@ def test_fast_summary_equals_full_parse_on_long_text():
     assert len(fast_summary(text)) == 1000
 
 
-@pytest.mark.parametrize("path, min_links, min_summary", [(LTG, 0.995, 0.99), (ENWIKI, 0.99, 0.99), (BNWIKI, 0.99, 0.99)])
+@pytest.mark.parametrize(
+    "path, min_links, min_summary", [(LTG, 0.995, 0.99), (ENWIKI, 0.99, 0.99), (BNWIKI, 0.99, 0.99)]
+)
 def test_fast_agrees_with_reference_on_real_dumps(path, min_links, min_summary):
     """Normalised link sets and summaries of every article, fast vs the paper's method."""
     site = read_siteinfo(path)

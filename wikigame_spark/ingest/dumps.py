@@ -318,7 +318,9 @@ def iter_pages(task: DumpTask) -> Iterator[dict]:
                     yield rec
             except ET.ParseError as e:
                 line, col = e.position
-                raise DumpError(f"{where}: malformed XML at line {line}, column {col} (after page id {last_id}): {e}") from e
+                raise DumpError(
+                    f"{where}: malformed XML at line {line}, column {col} (after page id {last_id}): {e}"
+                ) from e
         if first:
             raise DumpError(f"{where}: empty file")
         if not task.whole_file:
@@ -327,8 +329,7 @@ def iter_pages(task: DumpTask) -> Iterator[dict]:
             parser.close()
         except ET.ParseError as e:
             raise _Truncated(
-                f"XML ends at byte {consumed} of the decompressed stream"
-                + (" inside a page" if open_page else "")
+                f"XML ends at byte {consumed} of the decompressed stream" + (" inside a page" if open_page else "")
             ) from e
     except _Truncated as e:
         log.warning("%s: truncated after %d complete pages (last page id %s): %s", where, pages, last_id, e)

@@ -20,11 +20,38 @@ REJECTED = "rejected"
 Extractor = Callable[[str], tuple[list[str], str]]
 
 
-def _row(file, kind, reason=None, ns=None, is_redirect=False, page_id=None, title=None,
-         redirect_to=None, timestamp=None, text_bytes=None, summary=None, links=None,
-         links_dropped=None, detail=None) -> tuple:
-    return (file, kind, reason, ns, is_redirect, page_id, title, redirect_to, timestamp,
-            text_bytes, summary, links, links_dropped, detail)
+def _row(
+    file,
+    kind,
+    reason=None,
+    ns=None,
+    is_redirect=False,
+    page_id=None,
+    title=None,
+    redirect_to=None,
+    timestamp=None,
+    text_bytes=None,
+    summary=None,
+    links=None,
+    links_dropped=None,
+    detail=None,
+) -> tuple:
+    return (
+        file,
+        kind,
+        reason,
+        ns,
+        is_redirect,
+        page_id,
+        title,
+        redirect_to,
+        timestamp,
+        text_bytes,
+        summary,
+        links,
+        links_dropped,
+        detail,
+    )
 
 
 def _int(value: str | None) -> int | None:
@@ -71,8 +98,14 @@ def page_row(rec: dict, file: str, site: SiteInfo, extract: Extractor, max_text_
         return _row(file, REJECTED, "no_text", detail="revision text missing or deleted", **common)
     size = len(text.encode("utf-8"))
     if size > max_text_bytes:
-        return _row(file, REJECTED, "too_large", text_bytes=size,
-                    detail=f"{size} bytes of wikitext > max_text_bytes={max_text_bytes}", **common)
+        return _row(
+            file,
+            REJECTED,
+            "too_large",
+            text_bytes=size,
+            detail=f"{size} bytes of wikitext > max_text_bytes={max_text_bytes}",
+            **common,
+        )
     try:
         raw_links, summary = extract(text)
     except (RecursionError, ValueError, MemoryError) as e:

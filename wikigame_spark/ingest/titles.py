@@ -38,10 +38,12 @@ CANONICAL_NAMESPACES = {
 
 # Wikimedia's project interwiki prefixes; language prefixes are recognised by shape.
 PROJECT_INTERWIKI = frozenset(
-    "w wikipedia wikt wiktionary commons c meta m species wikispecies q wikiquote s wikisource "
-    "b wikibooks n wikinews v wikiversity voy wikivoyage d wikidata mw mediawikiwiki phab "
-    "foundation wmf wikimedia metawikimedia incubator outreach betawiki wikitech mail "
-    "bugzilla doi google imdb".split()
+    (
+        "w wikipedia wikt wiktionary commons c meta m species wikispecies q wikiquote s wikisource "
+        "b wikibooks n wikinews v wikiversity voy wikivoyage d wikidata mw mediawikiwiki phab "
+        "foundation wmf wikimedia metawikimedia incubator outreach betawiki wikitech mail "
+        "bugzilla doi google imdb"
+    ).split()
 )
 _LANGUAGE_PREFIX = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$")
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
@@ -122,7 +124,7 @@ def classify_target(raw: str, site: SiteInfo) -> tuple[str, str]:
     if text.startswith(":"):
         text = text[1:].lstrip()
     if ":" in text:
-        prefix, rest = text.split(":", 1)
+        prefix = text.split(":", 1)[0]
         if site.namespace_of(prefix) is not None:
             return OTHER_NAMESPACE, ""
         bare = prefix.strip()

@@ -18,7 +18,18 @@ from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.ingest.dumps import DumpError, DumpTask, read_siteinfo
 from wikigame_spark.ingest.pages import ARTICLE, OTHER_NAMESPACE, REDIRECT, REJECTED, task_rows
 from wikigame_spark.ingest.titles import SiteInfo
-from wikigame_spark.schemas import DST, EDGES, ID, NODES, PAGE_ID, PAGES, REDIRECTS, SRC, SUMMARY, TARGET, TITLE, require_columns
+from wikigame_spark.schemas import (
+    DST,
+    ID,
+    NODES,
+    PAGE_ID,
+    PAGES,
+    SRC,
+    SUMMARY,
+    TARGET,
+    TITLE,
+    require_columns,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +72,8 @@ def read_dump_pages(
         raise DumpError("no dump files to read")
     rows = functools.partial(task_rows, site=site, method=method, max_text_bytes=max_text_bytes)
     rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(rows)
-    return spark.createDataFrame(rdd, PAGES)
+    # Rows are built by page_row to the PAGES schema; per-row verification would only cost time.
+    return spark.createDataFrame(rdd, PAGES, verifySchema=False)
 
 
 def _counts(df: DataFrame, key: str) -> dict[str, int]:
@@ -134,62 +146,67 @@ def build_graph(pages: DataFrame, max_redirect_hops: int = 32) -> WikipediaGraph
     pairs = joined.filter(F.col(DST).isNotNull()).select(SRC, DST).distinct()
     edges = pairs.filter(F.col(SRC) != F.col(DST)).persist(StorageLevel.MEMORY_AND_DISK)
 
-    counts = _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs, edges)
+    counts = _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs)
     return WikipediaGraph(nodes=nodes.select(*NODES.fieldNames()), edges=edges, redirects=redirects, counts=counts)
 
 
-def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs, edges) -> dict:
-    """Every page and every link occurrence counted once, by what became of it."""
-    kinds = {(r["kind"], r["reason"]): r["n"] for r in pages.groupBy("kind", "reason").agg(F.count("*").alias("n")).collect()}
-    duplicates = ranked.filter(F.col("_rank") > 1).count()
-    dup_articles = ranked.filter((F.col("_rank") > 1) & (F.col("kind") == ARTICLE)).count()
-    rejected: dict[str, int] = {}
-    for (kind, reason), n in kinds.items():
-        if kind == REJECTED:
-            rejected[reason] = rejected.get(reason, 0) + n
+def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs) -> dict:
+    """Every page and every link occurrence counted once, by what became of it (few passes)."""
+    by_kind = (
+        pages.groupBy("kind", "reason")
+        .agg(
+            F.count("*").alias("n"),
+            F.max("timestamp").alias("newest"),
+            F.sum(F.col("is_redirect").cast("long")).alias("redirects"),
+            F.sum(F.coalesce("text_bytes", F.lit(0))).alias("text_bytes"),
+        )
+        .collect()
+    )
+    n_kind = {k: sum(r["n"] for r in by_kind if r["kind"] == k) for k in (ARTICLE, REDIRECT, OTHER_NAMESPACE)}
+    rejected = {r["reason"]: r["n"] for r in by_kind if r["kind"] == REJECTED}
+    duplicates = {r["kind"]: r["n"] for r in ranked.filter(F.col("_rank") > 1).groupBy("kind").count().collect()}
     if duplicates:
-        rejected[DUPLICATE_TITLE] = duplicates
-    articles_read = sum(n for (k, _), n in kinds.items() if k == ARTICLE)
-    redirects_read = sum(n for (k, _), n in kinds.items() if k == REDIRECT)
-    page_counts = {
-        "read": sum(kinds.values()),
-        ARTICLE: articles_read - dup_articles,
-        REDIRECT: redirects_read - (duplicates - dup_articles),
-        OTHER_NAMESPACE: sum(n for (k, _), n in kinds.items() if k == OTHER_NAMESPACE),
-        REJECTED: dict(sorted(rejected.items())),
-    }
-    stats = pages.agg(
-        F.max("timestamp").alias("newest"),
-        F.sum(F.col("is_redirect").cast("long")).alias("redirects_all"),
-        F.sum(F.coalesce("text_bytes", F.lit(0))).alias("text_bytes"),
-    ).first()
-    problems = [r["detail"] for r in pages.filter(F.col("kind") == REJECTED).select("detail").limit(20).collect()]
+        rejected[DUPLICATE_TITLE] = sum(duplicates.values())
+    problems = []
+    if rejected:
+        rows = pages.filter(F.col("kind") == REJECTED).select("detail").limit(20).collect()
+        problems = [r["detail"] for r in rows]
 
     dropped = {
         r["key"]: r["n"]
         for r in indexed.select(F.explode("links_dropped")).groupBy("key").agg(F.sum("value").alias("n")).collect()
     }
-    for reason, n in _counts(joined.filter(F.col("reason").isNotNull()), "reason").items():
+    outcome = {r["reason"]: r["count"] for r in joined.groupBy("reason").count().collect()}
+    resolved_occurrences = outcome.pop(None, 0)
+    for reason, n in outcome.items():
         dropped[reason] = dropped.get(reason, 0) + n
-    resolved_occurrences = joined.filter(F.col(DST).isNotNull()).count()
-    n_pairs = pairs.count()
-    n_edges = edges.count()
-    dropped["duplicate"] = resolved_occurrences - n_pairs
-    dropped["self_loop"] = n_pairs - n_edges
-    total_links = n_edges + sum(dropped.values())
+    pair_counts = pairs.agg(
+        F.count("*").alias("n"), F.sum((F.col(SRC) == F.col(DST)).cast("long")).alias("self")
+    ).first()
+    n_edges = pair_counts["n"] - (pair_counts["self"] or 0)
+    dropped["duplicate"] = resolved_occurrences - pair_counts["n"]
+    dropped["self_loop"] = pair_counts["self"] or 0
+    redirect_failures = {r["reason"]: r["count"] for r in failed.groupBy("reason").count().collect()}
+    n_redirects = n_kind[REDIRECT] - duplicates.get(REDIRECT, 0)
 
     return {
-        "pages": page_counts,
-        "redirects_all_namespaces": int(stats["redirects_all"] or 0),
-        "redirects": {
-            "main_namespace": redirect_pages.count(),
-            "resolved": redirects.count(),
-            "dropped": _counts(failed, "reason"),
+        "pages": {
+            "read": sum(r["n"] for r in by_kind),
+            ARTICLE: n_kind[ARTICLE] - duplicates.get(ARTICLE, 0),
+            REDIRECT: n_redirects,
+            OTHER_NAMESPACE: n_kind[OTHER_NAMESPACE],
+            REJECTED: dict(sorted(rejected.items())),
         },
-        "links": {"total": total_links, "edges": n_edges, "dropped": dict(sorted(dropped.items()))},
-        "nodes": indexed.count(),
+        "redirects_all_namespaces": int(sum(r["redirects"] or 0 for r in by_kind)),
+        "redirects": {
+            "main_namespace": n_redirects,
+            "resolved": n_redirects - sum(redirect_failures.values()),
+            "dropped": redirect_failures,
+        },
+        "links": {"total": n_edges + sum(dropped.values()), "edges": n_edges, "dropped": dict(sorted(dropped.items()))},
+        "nodes": n_kind[ARTICLE] - duplicates.get(ARTICLE, 0),
         "edges": n_edges,
-        "newest_revision": stats["newest"],
-        "wikitext_bytes": int(stats["text_bytes"] or 0),
+        "newest_revision": max((r["newest"] for r in by_kind if r["newest"]), default=None),
+        "wikitext_bytes": int(sum(r["text_bytes"] or 0 for r in by_kind)),
         "problems": problems,
     }

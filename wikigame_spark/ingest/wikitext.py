@@ -97,12 +97,31 @@ def _safe_cuts(text: str, start: int):
 
 
 _PARSER = mwparserfromhell.parser.Parser()
-_OPENERS = tuple(getattr(mwparserfromhell.parser.tokens, n) for n in (
-    "TemplateOpen", "ArgumentOpen", "WikilinkOpen", "ExternalLinkOpen", "HeadingStart",
-    "CommentStart", "TagOpenOpen"))
-_CLOSERS = tuple(getattr(mwparserfromhell.parser.tokens, n) for n in (
-    "TemplateClose", "ArgumentClose", "WikilinkClose", "ExternalLinkClose", "HeadingEnd",
-    "CommentEnd", "TagCloseClose", "TagCloseSelfclose"))
+_OPENERS = tuple(
+    getattr(mwparserfromhell.parser.tokens, n)
+    for n in (
+        "TemplateOpen",
+        "ArgumentOpen",
+        "WikilinkOpen",
+        "ExternalLinkOpen",
+        "HeadingStart",
+        "CommentStart",
+        "TagOpenOpen",
+    )
+)
+_CLOSERS = tuple(
+    getattr(mwparserfromhell.parser.tokens, n)
+    for n in (
+        "TemplateClose",
+        "ArgumentClose",
+        "WikilinkClose",
+        "ExternalLinkClose",
+        "HeadingEnd",
+        "CommentEnd",
+        "TagCloseClose",
+        "TagCloseSelfclose",
+    )
+)
 _TEMPLATE_OPEN = mwparserfromhell.parser.tokens.TemplateOpen
 
 
