@@ -213,3 +213,42 @@ class SampleGamesConfig:
 
 
 __all__ += ["GraphStatsConfig", "SampleGamesConfig"]
+
+
+# --- Play (jobs/play_games.py) ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlayConfig:
+    """``jobs/play_games.py``: agents play sampled games; plays Parquet + an MLflow run."""
+
+    graph: str = ""
+    agent: str = ""
+    model: str = ""
+    use_titles: bool = False
+    games: int = 0  # 0 = every game of the games table
+    games_dir: str = ""  # default <graph>/games
+    max_steps: int = 100
+    seed: int = 0
+    experiment: str = "wikigame"
+    run_name: str = ""
+    output: str = ""  # default <graph>/plays/<run_name>
+    overwrite: bool = False
+    cache_dir: str = ""  # default <graph>/cache
+    chunk_games: int = 1000
+    partitions: int = 0  # 0 = twice the default parallelism
+    corpus_graph: str = ""
+    tfidf_sample_size: int = 100_000
+    reencode: bool = False
+
+    def validate(self) -> None:
+        if not self.graph:
+            raise ConfigError("graph: give the graph directory (--graph)")
+        if not self.agent:
+            raise ConfigError("agent: give an agent name (--agent), e.g. embedding, tfidf, random")
+        for name in ("max_steps", "chunk_games", "tfidf_sample_size"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)}")
+        for name in ("games", "partitions"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}: must be 0 or more, got {getattr(self, name)}")
+        if self.agent != "tfidf" and self.corpus_graph:
+            raise ConfigError("corpus_graph (--corpus-graph) only applies to --agent tfidf")

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    DoubleType,
     IntegerType,
     LongType,
     MapType,
@@ -86,5 +87,35 @@ GAMES = StructType(
         StructField(SOURCE, LongType(), False),
         StructField(TARGET, LongType(), False),
         StructField(OPTIMAL_STEPS, IntegerType(), False),
+    ]
+)
+
+
+# --- Plays (jobs/play_games.py) --------------------------------------------------------------------
+# One row per game played by an agent. route starts at the source; steps = pages moved to.
+# queries/tokens/seconds are filled by agents that make requests (LLMs); detail says more about
+# an outcome that ended a game early.
+AGENT = "agent"
+MODEL = "model"
+OUTCOME = "outcome"
+STEPS = "steps"
+ROUTE = "route"
+
+PLAYS = StructType(
+    [
+        StructField("game_id", LongType(), False),
+        StructField(AGENT, StringType(), False),
+        StructField(MODEL, StringType(), True),
+        StructField(OUTCOME, StringType(), False),
+        StructField(STEPS, IntegerType(), False),
+        StructField("optimal_steps", IntegerType(), False),
+        StructField(ROUTE, ArrayType(LongType(), False), False),
+        StructField("source", LongType(), False),
+        StructField(TARGET, LongType(), False),
+        StructField("queries", IntegerType(), False),
+        StructField("prompt_tokens", LongType(), False),
+        StructField("completion_tokens", LongType(), False),
+        StructField("seconds", DoubleType(), False),
+        StructField("detail", StringType(), True),
     ]
 )

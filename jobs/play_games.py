@@ -1,0 +1,108 @@
+"""Agents play sampled games in parallel; plays Parquet + an MLflow run with params, metrics, artifacts.
+
+spark-submit jobs/play_games.py --graph DIR --agent NAME [--model NAME_OR_PATH] [--use-titles]
+    [--games N] [--max-steps 100] [--seed S] [--experiment NAME] [--run-name NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+import mlflow
+
+from wikigame_spark import cli, io, tracking
+from wikigame_spark.config import PlayConfig, default_yaml, flatten, load_config
+from wikigame_spark.evaluation.metrics import summarise
+from wikigame_spark.play import runs
+from wikigame_spark.play.report import graph_params, sample_routes
+from wikigame_spark.schemas import NODES
+from wikigame_spark.session import build_session
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--graph", help="graph directory (nodes, edges, games)")
+    p.add_argument("--agent", help="agent name: embedding, tfidf, random, llm, reasoning")
+    p.add_argument("--model", help="model name or path (sentence-transformers, or the LLM's name)")
+    p.add_argument("--use-titles", action="store_true", default=None, help="compare link titles, not summaries")
+    p.add_argument("--games", type=int, help="play the first N games (default: all)")
+    p.add_argument("--games-dir", help="games table (default GRAPH/games)")
+    p.add_argument("--max-steps", type=int, help="step limit (default 100)")
+    p.add_argument("--seed", type=int, help="seed for random choices and samples")
+    p.add_argument("--experiment", help="MLflow experiment (default wikigame)")
+    p.add_argument("--run-name", help="run name; rerun with the same name to resume an interrupted run")
+    p.add_argument("--output", help="plays directory (default GRAPH/plays/RUN_NAME)")
+    p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished run's plays")
+    p.add_argument("--cache-dir", help="embedding/vocabulary cache (default GRAPH/cache)")
+    p.add_argument("--corpus-graph", help="tfidf: fit the vocabulary on another graph's summaries")
+    p.add_argument("--tfidf-sample-size", type=int, help="tfidf: summaries sampled for IDF (default 100000)")
+    p.add_argument("--partitions", type=int, help="Spark tasks per chunk of games")
+    p.add_argument("--chunk-games", type=int, help="games per resumable chunk (default 1000)")
+    p.add_argument("--config", help="YAML settings (default conf/play_games.yaml)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    overrides = {k: v for k, v in vars(args).items() if k != "config"}
+    cfg = load_config(PlayConfig, args.config or default_yaml("play_games"), overrides)
+    spark = build_session("play_games")
+    graph_manifest = io.read_manifest(spark, cfg.graph)
+    run_name = cfg.run_name or runs.default_run_name(cfg)
+    output = cfg.output or f"{cfg.graph.rstrip('/')}/plays/{run_name}"
+    if io.exists(spark, f"{output}/{io.MANIFEST}"):
+        if not cfg.overwrite:
+            raise io.OutputExistsError(f"{output}: run {run_name!r} is finished; pass --overwrite to play it again")
+        io.delete(spark, output)
+
+    experiment_id = tracking.setup(cfg.experiment)
+    previous = tracking.find_run(experiment_id, run_name)
+    resume = previous if previous and previous.info.status != "FINISHED" and io.exists(spark, output) else None
+    with mlflow.start_run(
+        run_id=resume.info.run_id if resume else None, run_name=run_name, experiment_id=experiment_id
+    ) as run:
+        params = {
+            **flatten(cfg),
+            "run_name": run_name,
+            "model": runs.agent_model(cfg),
+            "code_version": io.code_version(),
+            **graph_params(cfg.graph, graph_manifest),
+        }
+        mlflow.log_params(tracking.clean_params(params))
+        result = runs.play(spark, cfg, output)
+        plays = result.plays.toPandas()
+        metrics = summarise(plays)
+        if result.played_now:
+            metrics["games_per_second"] = result.played_now / result.seconds
+        tracking.log_metrics(metrics)
+        with tempfile.TemporaryDirectory() as tmp:
+            plays.to_parquet(os.path.join(tmp, "plays.parquet"), index=False)
+            nodes = io.read_table(spark, f"{cfg.graph}/nodes", NODES)
+            with open(os.path.join(tmp, "sample_routes.md"), "w", encoding="utf-8") as f:
+                f.write(sample_routes(plays, nodes))
+            mlflow.log_artifacts(tmp)
+        io.write_json(
+            spark,
+            f"{output}/{io.MANIFEST}",
+            {
+                "kind": "plays",
+                "run_name": run_name,
+                "mlflow_run_id": run.info.run_id,
+                "experiment": cfg.experiment,
+                "parameters": params,
+                "metrics": metrics,
+                "tracking_uri": tracking.tracking_uri(),
+            },
+        )
+    print(
+        f"play_games: wrote {output} and MLflow run {run.info.run_id} ({cfg.experiment}/{run_name}): "
+        f"{len(plays)} games, success {metrics['success_rate']:.3f} ± {metrics['success_rate_se']:.3f}, "
+        f"{result.played_now} played now"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,3 @@
+"""Built-in agents; importing this package registers them."""
+
+from wikigame_spark.agents import embedding, random_choice, tfidf  # noqa: F401

@@ -1,0 +1,64 @@
+"""``embedding``: pick the offered link whose text is most similar to the target's summary.
+
+Cosine similarity of sentence-transformers embeddings between each offered link's summary (or
+title, ``use_titles``) and the target's summary; the highest wins, ties to the lowest node id.
+By default every node is embedded once, ahead of play, into a cache (see
+:mod:`embedding_cache`); ``reencode`` is the paper's method — encode every offered link at every
+step — kept as the reference the cache is verified against.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pyspark.sql import SparkSession
+
+from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
+from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
+from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, prompt_names
+from wikigame_spark.schemas import SUMMARY, TITLE
+
+
+def _text_col(settings: dict) -> str:
+    return TITLE if settings.get("use_titles") else SUMMARY
+
+
+@register_agent("embedding")
+class EmbeddingAgent(Agent):
+    @classmethod
+    def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
+        model = settings.get("model") or DEFAULT_MODEL
+        query, document = prompt_names(model)
+        resources = {"query_prompt": query, "document_prompt": document}
+        if settings.get("reencode"):
+            return resources
+        cache_dir = settings.get("cache_dir") or f"{graph_dir.rstrip('/')}/cache"
+        resources["targets"] = ensure_embeddings(spark, graph_dir, cache_dir, model, SUMMARY, query)
+        resources["links"] = ensure_embeddings(spark, graph_dir, cache_dir, model, _text_col(settings), document)
+        return resources
+
+    def __init__(self, graph, settings, resources) -> None:
+        super().__init__(graph, settings, resources)
+        self.model_name = settings.get("model") or DEFAULT_MODEL
+        self.texts = graph.titles if settings.get("use_titles") else graph.summaries
+        if settings.get("reencode"):
+            self.model = load_model(self.model_name)
+        else:
+            self.targets = load_matrix(resources["targets"], graph.num_nodes)
+            self.links = (
+                self.targets
+                if resources["links"] == resources["targets"]
+                else load_matrix(resources["links"], graph.num_nodes)
+            )
+
+    def _scores(self, r: StepRequest) -> np.ndarray:
+        if self.settings.get("reencode"):
+            q = self.resources.get("query_prompt")
+            d = self.resources.get("document_prompt")
+            target = encode(self.model, [self.graph.summaries[r.target]], q)[0]
+            links = encode(self.model, [self.texts[i] for i in r.offered], d)
+            return links @ target
+        return self.links[r.offered] @ self.targets[r.target]
+
+    def choose(self, requests: list[StepRequest]) -> list[Choice]:
+        # argmax returns the first maximum: offered ids are ascending, so ties go to the lowest id.
+        return [Choice(node=int(r.offered[int(np.argmax(self._scores(r)))])) for r in requests]

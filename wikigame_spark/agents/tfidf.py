@@ -1,0 +1,141 @@
+"""``tfidf``: pick the offered link whose summary's TF-IDF vector is closest to the target's.
+
+The paper's formulas: IDF(t) = log(N / n_t) over a seeded sample of N summaries (default
+100,000; optionally from another graph, the paper's Appendix M); TF(t, d) = f_{t,d} / Σ_t' f_{t',d};
+score = cosine similarity of the TF-IDF vectors. Ties go to the lowest node id.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import sys
+import unicodedata
+from collections import Counter
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+from wikigame_spark import io
+from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
+from wikigame_spark.play.worker_graph import read_columns
+from wikigame_spark.schemas import ID, NODES, SUMMARY
+
+TERM = "term"
+DOC_FREQ = StructType([StructField(TERM, StringType(), False), StructField("n", LongType(), False)])
+VOCAB = StructType([StructField(TERM, StringType(), False), StructField("idf", DoubleType(), False)])
+
+
+@functools.cache
+def _token_pattern() -> re.Pattern:
+    # \w alone splits words at combining marks (e.g. Bengali vowel signs); add every mark.
+    marks = "".join(chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("M"))
+    return re.compile(r"[\w" + re.escape(marks) + r"]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased runs of letters, digits and combining marks."""
+    return _token_pattern().findall((text or "").lower())
+
+
+def document_frequencies(texts: DataFrame, text_col: str) -> DataFrame:
+    """``(term, n)``: in how many of the texts each term occurs."""
+
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        counts: Counter = Counter()
+        for pdf in batches:
+            for text in pdf[text_col]:
+                counts.update(set(tokenize(text)))
+        yield pd.DataFrame({TERM: list(counts), "n": list(counts.values())})
+
+    return texts.select(text_col).mapInPandas(run, DOC_FREQ).groupBy(TERM).agg(F.sum("n").alias("n"))
+
+
+def fit_idf(nodes: DataFrame, sample_size: int, seed: int) -> tuple[DataFrame, int]:
+    """Vocabulary and IDF from a seeded sample of the nodes' summaries; also the sample size N."""
+    sample = nodes.orderBy(F.xxhash64(F.lit(seed), ID), ID).limit(sample_size).persist()
+    n_docs = sample.count()
+    vocab = document_frequencies(sample, SUMMARY).select(TERM, F.log(F.lit(float(n_docs)) / F.col("n")).alias("idf"))
+    return vocab, n_docs
+
+
+def tfidf_vector(text: str, idf: dict[str, float]) -> dict[str, float]:
+    """Unit-length TF-IDF vector of a text (terms outside the vocabulary have no IDF)."""
+    tokens = tokenize(text)
+    if not tokens:
+        return {}
+    total = len(tokens)
+    weights = {t: (f / total) * idf[t] for t, f in Counter(tokens).items() if t in idf and idf[t] > 0}
+    norm = math.sqrt(sum(w * w for w in weights.values()))
+    return {t: w / norm for t, w in weights.items()} if norm else {}
+
+
+def cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    """Dot product of two unit-length sparse vectors."""
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(w * b.get(t, 0.0) for t, w in a.items())
+
+
+@register_agent("tfidf")
+class TfidfAgent(Agent):
+    @classmethod
+    def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
+        corpus = settings.get("corpus_graph") or graph_dir
+        size = int(settings.get("sample_size") or 100_000)
+        seed = int(settings.get("seed") or 0)
+        cache_dir = settings.get("cache_dir") or f"{graph_dir.rstrip('/')}/cache"
+        corpus_manifest = io.read_manifest(spark, corpus)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.rstrip("/").rsplit("/", 1)[-1])
+        path = f"{cache_dir.rstrip('/')}/tfidf/{slug}-n{size}-seed{seed}"
+        try:
+            done = io.read_manifest(spark, path)
+            if done.get("corpus_created") == corpus_manifest.get("created"):
+                return {"vocab": path, "documents": done["documents"]}
+        except FileNotFoundError:
+            pass
+        vocab, n_docs = fit_idf(io.read_table(spark, f"{corpus}/nodes", NODES), size, seed)
+        with io.staged_output(spark, path, overwrite=True) as staging:
+            io.write_table(vocab, f"{staging}/vocab", VOCAB)
+            io.write_json(
+                spark,
+                f"{staging}/{io.MANIFEST}",
+                {
+                    "kind": "tfidf-vocabulary",
+                    "corpus": corpus,
+                    "corpus_created": corpus_manifest.get("created"),
+                    "sample_size": size,
+                    "seed": seed,
+                    "documents": n_docs,
+                    "code_version": io.code_version(),
+                },
+            )
+        return {"vocab": path, "documents": n_docs}
+
+    def __init__(self, graph, settings, resources) -> None:
+        super().__init__(graph, settings, resources)
+        table = read_columns(f"{resources['vocab']}/vocab", [TERM, "idf"])
+        self.idf = dict(zip(table.column(TERM).to_pylist(), table.column("idf").to_pylist()))
+        self.texts = graph.titles if settings.get("use_titles") else graph.summaries
+        self._targets: dict[int, dict] = {}
+        self._links: dict[int, dict] = {}
+
+    def _vector(self, cache: dict, texts: list[str], node: int) -> dict[str, float]:
+        if node not in cache:
+            if len(cache) > 200_000:
+                cache.clear()
+            cache[node] = tfidf_vector(texts[node], self.idf)
+        return cache[node]
+
+    def choose(self, requests: list[StepRequest]) -> list[Choice]:
+        out = []
+        for r in requests:
+            target = self._vector(self._targets, self.graph.summaries, r.target)
+            scores = np.array([cosine(self._vector(self._links, self.texts, int(n)), target) for n in r.offered])
+            out.append(Choice(node=int(r.offered[int(np.argmax(scores))])))
+        return out

@@ -1,0 +1,139 @@
+"""The game engine: the paper's rules, enforced for every agent.
+
+The player starts at the source and knows the target. At each step it is offered the current
+page's links minus the pages already visited, and must pick one of them. A game ends with
+``success`` (the target is reached), ``step_limit`` (``max_steps`` moves made), ``dead_end``
+(nothing left to offer), or an outcome the agent ends it with (e.g. an LLM's ``hallucination``).
+``steps`` counts pages moved to. All active games of a partition advance together, one step
+per round, so an agent sees a batch of requests at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+
+from wikigame_spark.agents.base import Agent, AgentSpec, StepRequest, worker_agent
+from wikigame_spark.play.worker_graph import WorkerGraph, worker_graph
+from wikigame_spark.schemas import GAMES, PLAYS, require_columns
+
+log = logging.getLogger(__name__)
+
+SUCCESS = "success"
+STEP_LIMIT = "step_limit"
+DEAD_END = "dead_end"
+INVALID_CHOICE = "invalid_choice"
+ENGINE_OUTCOMES = (SUCCESS, STEP_LIMIT, DEAD_END)
+
+
+class _Game:
+    __slots__ = (
+        "completion_tokens",
+        "detail",
+        "game",
+        "outcome",
+        "prompt_tokens",
+        "queries",
+        "route",
+        "seconds",
+        "visited",
+    )
+
+    def __init__(self, game: dict) -> None:
+        self.game = game
+        self.route = [int(game["source"])]
+        self.visited = {self.route[0]}
+        self.outcome = SUCCESS if self.route[0] == int(game["target"]) else None
+        self.queries = self.prompt_tokens = self.completion_tokens = 0
+        self.seconds = 0.0
+        self.detail = None
+
+
+def play_games(
+    games: list[dict], graph: WorkerGraph, agent: Agent, max_steps: int, agent_name: str, model: str | None
+) -> list[dict]:
+    """Play ``games`` (dicts with game_id, source, target, optimal_steps) to the end; PLAYS rows."""
+    state = [_Game(g) for g in games]
+    active = [g for g in state if g.outcome is None]
+    while active:
+        asking, requests = [], []
+        for g in active:
+            links = graph.out_links(g.route[-1])
+            offered = links[~np.isin(links, g.route)] if links.size else links
+            if offered.size == 0:
+                g.outcome = DEAD_END
+                continue
+            asking.append(g)
+            requests.append(
+                StepRequest(
+                    int(g.game["game_id"]), len(g.route) - 1, g.route[-1], int(g.game["target"]), offered, list(g.route)
+                )
+            )
+        started = time.perf_counter()
+        choices = agent.choose(requests) if requests else []
+        if len(choices) != len(requests):
+            raise RuntimeError(f"agent {agent_name} answered {len(choices)} of {len(requests)} requests")
+        per_request = (time.perf_counter() - started) / max(len(requests), 1)
+        for g, request, choice in zip(asking, requests, choices):
+            g.queries += choice.queries
+            g.prompt_tokens += choice.prompt_tokens
+            g.completion_tokens += choice.completion_tokens
+            g.seconds += choice.seconds or per_request
+            if choice.node is None:
+                g.outcome = choice.outcome or INVALID_CHOICE
+                g.detail = choice.detail
+                continue
+            if choice.node not in request.offered:
+                g.outcome = INVALID_CHOICE
+                g.detail = f"agent chose {choice.node}, which was not offered"
+                continue
+            g.route.append(int(choice.node))
+            if choice.node == request.target:
+                g.outcome = SUCCESS
+            elif len(g.route) - 1 >= max_steps:
+                g.outcome = STEP_LIMIT
+        active = [g for g in active if g.outcome is None]
+    return [
+        {
+            "game_id": int(g.game["game_id"]),
+            "agent": agent_name,
+            "model": model,
+            "outcome": g.outcome,
+            "steps": len(g.route) - 1,
+            "optimal_steps": int(g.game["optimal_steps"]),
+            "route": g.route,
+            "source": int(g.game["source"]),
+            "target": int(g.game["target"]),
+            "queries": g.queries,
+            "prompt_tokens": g.prompt_tokens,
+            "completion_tokens": g.completion_tokens,
+            "seconds": g.seconds,
+            "detail": g.detail,
+        }
+        for g in state
+    ]
+
+
+def play_stage(
+    games: DataFrame, graph_dir: str, spec: AgentSpec, max_steps: int, partitions: int, model: str | None = None
+) -> DataFrame:
+    """GAMES → PLAYS, games spread over ``partitions`` tasks, each played by a pandas UDF.
+
+    The graph and the agent are loaded once per worker process, from the graph directory
+    itself; nothing but the games and the spec travels from the driver.
+    """
+    require_columns(games, GAMES, "play_stage(games)")
+
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        graph = worker_graph(graph_dir)
+        agent = worker_agent(spec, graph_dir)
+        for pdf in batches:
+            rows = play_games(pdf.to_dict("records"), graph, agent, max_steps, spec.name, model)
+            yield pd.DataFrame(rows, columns=PLAYS.fieldNames())
+
+    return games.select(*GAMES.fieldNames()).repartition(partitions, "game_id").mapInPandas(run, PLAYS)

@@ -1,0 +1,85 @@
+"""The graph as one executor sees it while playing: out-links, titles and summaries in memory.
+
+Loaded once per Python worker process from the graph directory itself (pyarrow, not through the
+driver) and kept for every task that worker runs. Node ids are dense (0…N−1, the graph
+contract), so a node id is an array index.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+
+import numpy as np
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
+
+log = logging.getLogger(__name__)
+
+
+def arrow_path(path: str) -> tuple[pafs.FileSystem, str]:
+    """A pyarrow filesystem and path for a Hadoop-style path (local, file:, s3a:, hdfs:)."""
+    if path.startswith("s3a://"):
+        path = "s3://" + path[len("s3a://") :]
+    if "://" not in path:
+        return pafs.LocalFileSystem(), path
+    return pafs.FileSystem.from_uri(path)
+
+
+def read_columns(path: str, columns: list[str]):
+    """A Parquet table directory's columns as a pyarrow Table."""
+    fs, p = arrow_path(path)
+    return ds.dataset(p, filesystem=fs, format="parquet").to_table(columns=columns)
+
+
+class WorkerGraph:
+    """Out-adjacency as CSR arrays (neighbours sorted by id) plus node texts."""
+
+    def __init__(self, titles: list[str], summaries: list[str], src: np.ndarray, dst: np.ndarray) -> None:
+        n = len(titles)
+        order = np.lexsort((dst, src))
+        self.indices = dst[order].astype(np.int64, copy=False)
+        counts = np.bincount(src, minlength=n) if src.size else np.zeros(n, dtype=np.int64)
+        self.indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self.titles = titles
+        self.summaries = summaries
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.titles)
+
+    def out_links(self, node: int) -> np.ndarray:
+        return self.indices[self.indptr[node] : self.indptr[node + 1]]
+
+    @classmethod
+    def from_directory(cls, graph_dir: str) -> WorkerGraph:
+        nodes = read_columns(f"{graph_dir}/nodes", [ID, TITLE, SUMMARY]).sort_by(ID)
+        ids = nodes.column(ID).to_numpy()
+        if ids.size and (ids[0] != 0 or ids[-1] != ids.size - 1):
+            raise ValueError(f"{graph_dir}/nodes: ids are not dense 0…N−1 (the graph contract)")
+        edges = read_columns(f"{graph_dir}/edges", [SRC, DST])
+        graph = cls(
+            nodes.column(TITLE).to_pylist(),
+            nodes.column(SUMMARY).to_pylist(),
+            edges.column(SRC).to_numpy(),
+            edges.column(DST).to_numpy(),
+        )
+        log.info("loaded %s: %d nodes, %d edges", graph_dir, graph.num_nodes, graph.indices.size)
+        return graph
+
+
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=2)
+def _cached(graph_dir: str) -> WorkerGraph:
+    return WorkerGraph.from_directory(graph_dir)
+
+
+def worker_graph(graph_dir: str) -> WorkerGraph:
+    """The graph of ``graph_dir``, loaded at most once per worker process."""
+    with _lock:
+        return _cached(graph_dir)

@@ -1,0 +1,123 @@
+"""MLflow tracking for jobs: one run per job invocation, its config as params, results as metrics.
+
+The tracking URI is ``MLFLOW_TRACKING_URI`` when set, else a SQLite database in the project
+folder (``sqlite:///<project>/mlflow.db``; MLflow 3 deprecates the plain-file store). With a
+local SQLite store, experiments created here keep their artifacts in ``mlruns/`` beside the
+database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from numbers import Real
+
+from wikigame_spark.session import PROJECT_DIR
+
+log = logging.getLogger(__name__)
+
+MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
+
+
+def tracking_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{os.path.join(PROJECT_DIR, 'mlflow.db')}"
+
+
+def _artifact_root(uri: str) -> str | None:
+    """``mlruns/`` beside a local SQLite database; other stores choose their own."""
+    if uri.startswith("sqlite:///"):
+        return os.path.join(os.path.dirname(os.path.abspath(uri[len("sqlite:///") :])), "mlruns")
+    return None
+
+
+def _experiment_id(mlflow, name: str, uri: str) -> str:
+    found = mlflow.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    root = _artifact_root(uri)
+    location = f"file://{os.path.join(root, name)}" if root else None
+    return mlflow.create_experiment(name, artifact_location=location)
+
+
+def setup(experiment: str) -> str:
+    """Point MLflow at :func:`tracking_uri` and return ``experiment``'s id, creating it if needed."""
+    import mlflow
+
+    uri = tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    return _experiment_id(mlflow, experiment, uri)
+
+
+def find_run(experiment_id: str, run_name: str):
+    """The latest run named ``run_name`` in the experiment, or None."""
+    import mlflow
+
+    escaped = run_name.replace("'", "\\'")
+    runs = mlflow.search_runs(
+        experiment_ids=[experiment_id],
+        filter_string=f"tags.mlflow.runName = '{escaped}'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+        output_format="list",
+    )
+    return runs[0] if runs else None
+
+
+def clean_params(params: dict) -> dict[str, str]:
+    """Params as MLflow takes them: strings within its length limit, None as empty."""
+    return {k: ("" if v is None else str(v))[:MAX_PARAM_CHARS] for k, v in params.items()}
+
+
+@contextlib.contextmanager
+def start_run(
+    experiment: str, run_name: str | None = None, params: dict | None = None, tags: dict | None = None
+) -> Iterator:
+    """Open an MLflow run in ``experiment`` (created if missing) with ``params`` logged."""
+    import mlflow
+
+    experiment_id = setup(experiment)
+    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags) as run:
+        if params:
+            mlflow.log_params(clean_params(params))
+        log.info("mlflow: run %s in experiment %r at %s", run.info.run_id, experiment, tracking_uri())
+        yield run
+
+
+def log_metrics(metrics: dict, prefix: str = "") -> None:
+    """Log the numeric values of a (possibly nested) dict; nested keys are joined with dots."""
+    import mlflow
+
+    flat: dict[str, float] = {}
+
+    def walk(d: dict, path: str) -> None:
+        for k, v in d.items():
+            key = f"{path}{k}"
+            if isinstance(v, dict):
+                walk(v, f"{key}.")
+            elif isinstance(v, Real) and not isinstance(v, bool):
+                flat[key] = float(v)
+
+    walk(metrics, prefix)
+    if flat:
+        mlflow.log_metrics(flat)
+
+
+def log_json(obj: dict, name: str) -> None:
+    import mlflow
+
+    mlflow.log_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False), name)
+
+
+def log_bytes(data: bytes, name: str) -> None:
+    """Log a binary artifact (e.g. a PNG) under ``name``."""
+    import mlflow
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, os.path.basename(name))
+        with open(path, "wb") as f:
+            f.write(data)
+        mlflow.log_artifact(path, os.path.dirname(name) or None)
