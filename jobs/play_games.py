@@ -40,6 +40,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tfidf-sample-size", type=int, help="tfidf: summaries sampled for IDF (default 100000)")
     p.add_argument("--partitions", type=int, help="Spark tasks per chunk of games")
     p.add_argument("--chunk-games", type=int, help="games per resumable chunk (default 1000)")
+    p.add_argument(
+        "--reencode",
+        action="store_true",
+        default=None,
+        help="embedding: the paper's method, re-encode offered links at every step (reference)",
+    )
     p.add_argument("--config", help="YAML settings (default conf/play_games.yaml)")
     return p.parse_args(argv)
 
