@@ -1,5 +1,7 @@
 """The rules, each outcome on a constructed graph, and valid routes on the real Latgalian graph."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -63,7 +65,7 @@ def test_ties_go_to_the_lowest_id_for_embedding_like_scores():
 
 
 def test_unknown_agent_lists_the_valid_ones():
-    with pytest.raises(ValueError, match="valid agents: .*embedding.*random.*tfidf"):
+    with pytest.raises(ValueError, match=r"valid agents: .*embedding.*random.*tfidf"):
         agent_class("nope")
 
 
@@ -81,7 +83,7 @@ def test_random_routes_are_valid_on_the_latgalian_graph(ltg_graph, tmp_path):
         route = row["route"]
         assert route[0] == gm["source"] and row["steps"] == len(route) - 1 <= 100
         assert len(set(route)) == len(route)
-        assert all(b in adj[a] for a, b in zip(route, route[1:]))
+        assert all(b in adj[a] for a, b in itertools.pairwise(route))
         assert (row["outcome"] == SUCCESS) == (route[-1] == gm["target"])
         assert row["optimal_steps"] == bfs_distances(adj, gm["source"])[gm["target"]]
         if row["outcome"] == SUCCESS:
