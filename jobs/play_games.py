@@ -46,6 +46,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="embedding: the paper's method, re-encode offered links at every step (reference)",
     )
+    llm = p.add_argument_group("llm / reasoning agents (endpoint and key: OPENAI_BASE_URL, OPENAI_API_KEY)")
+    llm.add_argument("--base-url", help="OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
+    llm.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    llm.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    llm.add_argument("--http-retries", type=int, help="retries on timeouts/429/5xx, with backoff (default 5)")
+    llm.add_argument("--max-tokens", type=int, help="completion token cap (default: the server's)")
+    llm.add_argument("--max-titles", type=int, help="link titles shown per step (paper: 200; 500 for GPT)")
+    llm.add_argument("--max-retries", type=int, help="follow-ups after a bad answer (paper: 4)")
+    llm.add_argument("--concurrency", type=int, help="requests in flight per worker (default 8)")
+    llm.add_argument("--response-cache", help="directory caching replies by request (reruns are free)")
+    llm.add_argument("--shuffle-links", action="store_true", default=None, help="shuffle titles (position bias)")
+    llm.add_argument("--top-k", type=int, help="offer only the k links most similar to the target (hybrid)")
+    llm.add_argument("--embedding-model", help="model ranking links for --top-k (default all-MiniLM-L6-v2)")
+    llm.add_argument("--show-route", action="store_true", default=None, help="tell the model the route so far")
     p.add_argument("--config", help="YAML settings (default conf/play_games.yaml)")
     return p.parse_args(argv)
 
@@ -77,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             **graph_params(cfg.graph, graph_manifest),
         }
         mlflow.log_params(tracking.clean_params(params))
-        result = runs.play(spark, cfg, output)
+        # The key travels to the workers with the agent, never into params, manifests or logs.
+        result = runs.play(spark, cfg, output, {"api_key": os.environ.get("OPENAI_API_KEY", "")})
         plays = result.plays.toPandas()
         metrics = summarise(plays)
         if result.played_now:

@@ -238,10 +238,33 @@ class PlayConfig:
     corpus_graph: str = ""
     tfidf_sample_size: int = 100_000
     reencode: bool = False
+    # llm / reasoning agents (the API key comes from OPENAI_API_KEY only, never from config)
+    base_url: str = ""  # default OPENAI_BASE_URL, else the OpenAI API
+    temperature: float = 0.0
+    timeout: float = 60.0
+    http_retries: int = 5
+    backoff: float = 1.0
+    max_tokens: int = 0  # 0 = the server's default
+    max_titles: int = 200
+    max_retries: int = 4
+    concurrency: int = 8
+    response_cache: str = ""
+    shuffle_links: bool = False
+    top_k: int = 0
+    embedding_model: str = ""
+    show_route: bool = False
 
     def validate(self) -> None:
         if not self.graph:
             raise ConfigError("graph: give the graph directory (--graph)")
+        for name in ("max_titles", "concurrency", "timeout"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)}")
+        for name in ("max_retries", "http_retries", "top_k", "max_tokens"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}: must be 0 or more, got {getattr(self, name)}")
+        if self.top_k and self.agent not in ("llm", "reasoning"):
+            raise ConfigError("top_k (--top-k) only applies to --agent llm or reasoning")
         if not self.agent:
             raise ConfigError("agent: give an agent name (--agent), e.g. embedding, tfidf, random")
         for name in ("max_steps", "chunk_games", "tfidf_sample_size"):
@@ -252,3 +275,50 @@ class PlayConfig:
                 raise ConfigError(f"{name}: must be 0 or more, got {getattr(self, name)}")
         if self.agent != "tfidf" and self.corpus_graph:
             raise ConfigError("corpus_graph (--corpus-graph) only applies to --agent tfidf")
+
+
+# --- OpenAlex (jobs/build_openalex.py) -------------------------------------------------------------
+OPENALEX_FORMATS = ("auto", "parquet", "jsonl")
+
+
+@dataclass(frozen=True)
+class OpenAlexBuildConfig:
+    """``jobs/build_openalex.py``: an OpenAlex works snapshot → one citation graph per field."""
+
+    input: str = ""  # local directory or file, s3://bucket/prefix (or s3a://), or any Hadoop URI
+    fields: tuple[str, ...] = ()
+    output: str = ""  # one graph per field under <output>/<field-slug>/
+    language: str = ""  # recorded for game sampling (targets in this language); nodes are not filtered
+    endpoint_url: str = ""  # S3-compatible server other than AWS (path-style addressing)
+    format: str = "auto"  # auto: Parquet when the snapshot has it, else JSON lines
+    overwrite: bool = False
+    allow_partial: bool = False  # manifest entries missing or of another size/count: warn, not fail
+    include_xpac: bool = False
+
+    def validate(self) -> None:
+        import re
+
+        from wikigame_spark.ingest.openalex_records import FIELDS, field_slug
+
+        if not self.input:
+            raise ConfigError("input: give the snapshot folder, file or s3:// prefix (--input)")
+        if not self.fields:
+            raise ConfigError(f"fields: give at least one --field, one of: {'; '.join(FIELDS)}")
+        unknown = [f for f in self.fields if f not in FIELDS]
+        if unknown:
+            raise ConfigError(f"fields: {unknown} not OpenAlex field names; valid: {'; '.join(FIELDS)}")
+        if len(set(self.fields)) != len(self.fields):
+            raise ConfigError(f"fields: {list(self.fields)} names a field twice")
+        if len({field_slug(f) for f in self.fields}) != len(self.fields):
+            raise ConfigError(f"fields: {list(self.fields)} give the same directory name twice")
+        if not self.output:
+            raise ConfigError("output: give an output directory (--output)")
+        if self.format not in OPENALEX_FORMATS:
+            raise ConfigError(f"format: {self.format!r} is not one of {', '.join(OPENALEX_FORMATS)}")
+        if self.language and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)*", self.language):
+            raise ConfigError(f"language: {self.language!r} is not a language code such as 'en'")
+        if self.endpoint_url and not re.match(r"https?://", self.endpoint_url):
+            raise ConfigError(f"endpoint_url: {self.endpoint_url!r} must start with http:// or https://")
+
+
+__all__ += ["OpenAlexBuildConfig"]

@@ -50,15 +50,15 @@ class EmbeddingAgent(Agent):
                 else load_matrix(resources["links"], graph.num_nodes)
             )
 
-    def _scores(self, r: StepRequest) -> np.ndarray:
+    def scores(self, target: int, offered: np.ndarray) -> np.ndarray:
+        """Cosine similarity of each offered link's text to the target's summary."""
         if self.settings.get("reencode"):
             q = self.resources.get("query_prompt")
             d = self.resources.get("document_prompt")
-            target = encode(self.model, [self.graph.summaries[r.target]], q)[0]
-            links = encode(self.model, [self.texts[i] for i in r.offered], d)
-            return links @ target
-        return self.links[r.offered] @ self.targets[r.target]
+            target_vector = encode(self.model, [self.graph.summaries[target]], q)[0]
+            return encode(self.model, [self.texts[i] for i in offered], d) @ target_vector
+        return self.links[offered] @ self.targets[target]
 
     def choose(self, requests: list[StepRequest]) -> list[Choice]:
         # argmax returns the first maximum: offered ids are ascending, so ties go to the lowest id.
-        return [Choice(node=int(r.offered[int(np.argmax(self._scores(r)))])) for r in requests]
+        return [Choice(node=int(r.offered[int(np.argmax(self.scores(r.target, r.offered)))])) for r in requests]

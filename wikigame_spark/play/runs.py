@@ -53,6 +53,20 @@ def agent_settings(cfg: PlayConfig) -> dict:
         "corpus_graph": cfg.corpus_graph,
         "sample_size": cfg.tfidf_sample_size,
         "reencode": cfg.reencode,
+        "base_url": cfg.base_url,
+        "temperature": cfg.temperature,
+        "timeout": cfg.timeout,
+        "http_retries": cfg.http_retries,
+        "backoff": cfg.backoff,
+        "max_tokens": cfg.max_tokens,
+        "max_titles": cfg.max_titles,
+        "max_retries": cfg.max_retries,
+        "concurrency": cfg.concurrency,
+        "response_cache": cfg.response_cache,
+        "shuffle_links": cfg.shuffle_links,
+        "top_k": cfg.top_k,
+        "embedding_model": cfg.embedding_model or DEFAULT_MODEL,
+        "show_route": cfg.show_route,
     }
 
 

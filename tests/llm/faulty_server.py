@@ -1,0 +1,115 @@
+"""An OpenAI-compatible chat server on 127.0.0.1 that misbehaves on purpose, per target title.
+
+The target's title (from the conversation's JSON message) picks the behaviour, so one run covers
+every failure: 500s, timeouts, refusals, non-JSON, blank replies, invented titles, replies
+without a title or without answer tags, and transient 429/500 before a good answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def _target(messages: list[dict]) -> str:
+    for m in messages:
+        if m["role"] == "user" and m["content"].startswith("{"):
+            try:
+                return json.loads(m["content"]).get("title", "")
+            except json.JSONDecodeError:
+                pass
+    return ""
+
+
+def _titles(messages: list[dict]) -> list[str]:
+    text = messages[5]["content"]
+    start = text.index("following list: ") + len("following list: ")
+    return json.JSONDecoder().raw_decode(text, start)[0]
+
+
+class FaultyServer:
+    def __init__(self, delay: float = 2.0) -> None:
+        self.delay = delay
+        self.requests: list[dict] = []
+        self.calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def _reply_for(self, body: dict) -> tuple[int, str | None]:
+        messages = body["messages"]
+        target = _target(messages)
+        with self._lock:
+            self.requests.append(body)
+            n = self.calls[target] = self.calls.get(target, 0) + 1
+        good = json.dumps({"title": target if target in _titles(messages) else _titles(messages)[0], "reason": "ok"})
+        kind = target.split()[-1].lower() if target else "good"
+        if kind == "500":
+            return 500, None
+        if kind == "slow":
+            time.sleep(self.delay)
+            return 200, good
+        if kind == "refuse":
+            return 400, "content_filter"
+        if kind == "garbage":
+            return 200, "I am not sure, maybe go somewhere nice."
+        if kind == "blank":
+            return 200, ""
+        if kind == "invent":
+            return 200, json.dumps({"title": "Atlantis", "reason": "made up"})
+        if kind == "notitle":
+            return 200, json.dumps({"reason": "forgot the title"})
+        if kind == "noanswer":
+            return 200, "I think the answer is obvious but I will not tag it."
+        if kind == "flaky" and n == 1:
+            return 500, None
+        if kind == "busy" and n == 1:
+            return 429, None
+        if body.get("messages") and "<answer>" in messages[5]["content"]:
+            return 200, f"Thinking step by step... <answer>{good}</answer>"
+        return 200, good
+
+    def _handler(self):
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                status, text = outer._reply_for(body)
+                if status == 200:
+                    payload = {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    }
+                else:
+                    payload = {"error": {"message": text or "server error", "type": "error", "code": text}}
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        return Handler
+
+    def __enter__(self) -> FaultyServer:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,153 @@
+"""The paper's prompts (Listings 5–9) and the parsing of replies: pure functions, no I/O.
+
+The texts are the experiment's inputs and are kept verbatim, including the paper's "tying".
+JSON inside prompts is built with a JSON encoder, since titles and summaries contain quotes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+SYSTEM = "You are a helpful assistant that helps me to play the Wikipedia Game!"
+INTRO = (
+    "If I give you the title and a summary of the target page that I am trying to navigate to, "
+    "can you help me navigate to the target page?"
+)
+INTRO_REPLY = "Of course! What is your target page?"
+ASK_REPLY = "Sure! I can help you navigate to that page, what titles are there on your current page?"
+ASK = (
+    "Here is a list of titles, which one should I pick? Please provide your answer in JSON format with the "
+    'selected title given with key "title" and a justification given with key "reason". The selected title '
+    "must be from the following list: {titles}"
+)
+# Beyond the paper (reasoning agent): think first, answer inside tags.
+ASK_REASONING = (
+    "Here is a list of titles, which one should I pick? Think step by step about which title brings you "
+    "closest to the target page, then give your final answer in JSON format with the selected title given "
+    'with key "title" and a justification given with key "reason", inside <answer></answer> tags. The '
+    "selected title must be from the following list: {titles}"
+)
+ROUTE_SO_FAR = " So far I have visited these pages, in order: {route}."
+
+_ONLY_TWO_FIELDS = (
+    'The JSON should only include the two fields "title" and "reason", and the title should only include the '
+    "title text."
+)
+_FORMAT = (
+    'Please try again and provide your answer in JSON format with the selected title given with key "title" '
+    'and a justification given with key "reason".'
+)
+UNKNOWN_REPLY = '{"title": "Unknown title", "reason": "I did not know which title to select."}'
+BLANK = (
+    'But "Unknown title" is not in the list that was provided! You must select a title from the list of '
+    f"titles. {_FORMAT} {_ONLY_TWO_FIELDS} You are tying to select the best page title to reach the target "
+    'page "{target}".'
+)
+NOT_JSON = (
+    f"You did not provide your response in JSON format - please try again! {_ONLY_TWO_FIELDS} You are tying "
+    'to select the best page title to reach the target page "{target}".'
+)
+NO_TITLE = (
+    f"You must provide a title to navigate to. {_FORMAT} {_ONLY_TWO_FIELDS} You are tying to select the best "
+    'page title to reach the target page "{target}"'
+)
+NOT_IN_LIST = (
+    'But "{title}" is not in the list that was provided! You must select a title from the list of titles. '
+    f"{_FORMAT} To jog your memory, 10 example titles from the list are: {{examples}}. {_ONLY_TWO_FIELDS} "
+    'You are tying to select the best page title to reach the target page "{target}".'
+)
+
+OK = "ok"
+BLANK_REPLY = "blank"
+NOT_JSON_REPLY = "not_json"
+NO_TITLE_REPLY = "no_title"
+NOT_IN_LIST_REPLY = "not_in_list"
+NO_ANSWER_REPLY = "no_answer"
+
+
+def first_messages(
+    target_title: str, target_summary: str, titles: list[str], reasoning: bool = False, route: list[str] | None = None
+) -> list[dict]:
+    """Listing 5: the conversation sent at every step."""
+    ask = (ASK_REASONING if reasoning else ASK).format(titles=json.dumps(titles, ensure_ascii=False))
+    if route:
+        ask += ROUTE_SO_FAR.format(route=json.dumps(route, ensure_ascii=False))
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": INTRO},
+        {"role": "assistant", "content": INTRO_REPLY},
+        {"role": "user", "content": json.dumps({"title": target_title, "summary": target_summary}, ensure_ascii=False)},
+        {"role": "assistant", "content": ASK_REPLY},
+        {"role": "user", "content": ask},
+    ]
+
+
+def follow_up(kind: str, reply: str, target_title: str, title: str = "", examples: list[str] = ()) -> list[dict]:
+    """The model's reply and the paper's follow-up for a bad answer (Listings 6–9)."""
+    if kind == BLANK_REPLY:
+        return [
+            {"role": "assistant", "content": UNKNOWN_REPLY},
+            {"role": "user", "content": BLANK.format(target=target_title)},
+        ]
+    if kind == NOT_JSON_REPLY:
+        text = NOT_JSON.format(target=target_title)
+    elif kind == NO_TITLE_REPLY:
+        text = NO_TITLE.format(target=target_title)
+    elif kind == NOT_IN_LIST_REPLY:
+        text = NOT_IN_LIST.format(
+            title=title, examples=json.dumps(list(examples), ensure_ascii=False), target=target_title
+        )
+    else:
+        raise ValueError(f"no follow-up for a reply of kind {kind!r}")
+    return [{"role": "assistant", "content": reply}, {"role": "user", "content": text}]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    kind: str  # ok | blank | not_json | no_title | not_in_list | no_answer
+    title: str = ""
+
+
+_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
+
+
+def _json_object(text: str) -> dict | None:
+    """The first JSON object in the text (bare, fenced, or embedded in prose), or None."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        start = candidate.find("{")
+        while start != -1:
+            try:
+                obj, _ = decoder.raw_decode(candidate, start)
+            except json.JSONDecodeError:
+                start = candidate.find("{", start + 1)
+                continue
+            if isinstance(obj, dict):
+                return obj
+            start = candidate.find("{", start + 1)
+    return None
+
+
+def parse_reply(reply: str | None, shown: set[str], reasoning: bool = False) -> Parsed:
+    """Classify a reply: an answer among the titles shown, or which follow-up it needs."""
+    if reply is None or not reply.strip() or reply.strip().lower() == "null":
+        return Parsed(BLANK_REPLY)
+    text = _THINK.sub("", reply)
+    if reasoning:
+        answers = _ANSWER.findall(text)
+        if not answers:
+            return Parsed(NO_ANSWER_REPLY)
+        text = answers[-1]
+    obj = _json_object(text)
+    if obj is None:
+        return Parsed(NOT_JSON_REPLY)
+    title = obj.get("title")
+    if not isinstance(title, str) or not title.strip():
+        return Parsed(NO_TITLE_REPLY)
+    title = title.strip()
+    return Parsed(OK, title) if title in shown else Parsed(NOT_IN_LIST_REPLY, title)
