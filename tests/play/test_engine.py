@@ -73,7 +73,7 @@ def test_random_routes_are_valid_on_the_latgalian_graph(ltg_graph, tmp_path):
     games_dir = write_games(ltg_graph, 40, path=str(tmp_path / "games"))
     import pyarrow.parquet as pq
 
-    games = pq.read_table(games_dir).to_pylist()
+    games = pq.read_table(f"{games_dir}/games").to_pylist()
     g = WorkerGraph.from_directory(ltg_graph)
     agent = worker_agent(AgentSpec("random", {"seed": 3}), ltg_graph)
     rows = play_games(games, g, agent, 100, "random", None)

@@ -83,8 +83,9 @@ def play(spark: SparkSession, cfg: PlayConfig, output: str, extra_settings: dict
     """Play every game not yet in ``output``, chunk by chunk; return the whole plays table."""
     settings = {**agent_settings(cfg), **(extra_settings or {})}
     spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, cfg.graph, settings))
-    games_dir = cfg.games_dir or f"{cfg.graph.rstrip('/')}/games"
-    games = select_games(io.read_table(spark, games_dir, GAMES), cfg.games)
+    games_dir = (cfg.games_dir or f"{cfg.graph.rstrip('/')}/games").rstrip("/")
+    io.read_manifest(spark, games_dir)  # only finished samples are played
+    games = select_games(io.read_table(spark, f"{games_dir}/games", GAMES), cfg.games)
     chunk = (F.col("game_id") / F.lit(cfg.chunk_games)).cast("long")
     chunks = sorted(r[0] for r in games.select(chunk.alias("c")).distinct().collect())
     partitions = cfg.partitions or 2 * spark.sparkContext.defaultParallelism

