@@ -9,6 +9,7 @@ model hub and no account. The server listens on 127.0.0.1 only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -105,10 +106,8 @@ def main() -> None:
     args = p.parse_args()
     with LlamaServer(args.port, args.n_ctx) as server:
         print(f"serving {server.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             server.proc.wait()
-        except KeyboardInterrupt:
-            pass
 
 
 if __name__ == "__main__":
