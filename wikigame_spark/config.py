@@ -322,3 +322,50 @@ class OpenAlexBuildConfig:
 
 
 __all__ += ["OpenAlexBuildConfig"]
+
+
+# --- Evaluation (jobs/report.py, jobs/import_human_games.py) ---------------------------------------
+@dataclass(frozen=True)
+class ReportConfig:
+    """``jobs/report.py``: the play runs of an experiment → tables, fits, figures, report run."""
+
+    experiment: str = ""
+    runs: tuple[str, ...] = ()  # MLflow run ids; empty = every finished play run of the experiment
+    output: str = ""  # default out/report/<experiment>
+    overwrite: bool = False  # replace an output folder that is not an earlier report
+    run_name: str = "report"
+    human_cutoff: int = 10  # human games: more than this many steps above optimal are unknown
+    human_mode: str = "truncated"  # truncated (the paper's) | censored
+
+    def validate(self) -> None:
+        if not self.experiment:
+            raise ConfigError("experiment: give the MLflow experiment of the play runs (--experiment)")
+        if self.human_cutoff <= 0:
+            raise ConfigError(f"human_cutoff: must be positive, got {self.human_cutoff}")
+        if self.human_mode not in ("truncated", "censored"):
+            raise ConfigError(f"human_mode: {self.human_mode!r} is not one of 'truncated', 'censored'")
+        if not self.run_name:
+            raise ConfigError("run_name: give a name for the report's MLflow run (--run-name)")
+
+
+@dataclass(frozen=True)
+class HumanImportConfig:
+    """``jobs/import_human_games.py``: a TSV of human games → plays (agent ``human``) + a run."""
+
+    graph: str = ""
+    tsv: str = ""
+    experiment: str = "wikigame"
+    run_name: str = "human"
+    output: str = ""  # default <graph>/plays/<run_name>
+    overwrite: bool = False
+
+    def validate(self) -> None:
+        if not self.graph:
+            raise ConfigError("graph: give the graph directory the games were played on (--graph)")
+        if not self.tsv:
+            raise ConfigError("tsv: give the TSV of human games (--tsv)")
+        if not self.run_name:
+            raise ConfigError("run_name: give a run name (--run-name)")
+
+
+__all__ += ["HumanImportConfig", "ReportConfig"]

@@ -119,3 +119,82 @@ PLAYS = StructType(
         StructField("detail", StringType(), True),
     ]
 )
+
+
+# --- OpenAlex works → citation graphs (jobs/build_openalex.py) ------------------------------------
+# Node columns besides ID, TITLE, SUMMARY and LANGUAGE (above); summary is the rebuilt abstract.
+WORK_ID = "work_id"
+FIELD = "field"
+PUBLICATION_DATE = "publication_date"
+DOI = "doi"
+REFERENCES = "references"
+
+OPENALEX_NODES = StructType(
+    [
+        StructField(ID, LongType(), False),
+        StructField(WORK_ID, StringType(), False),
+        StructField(TITLE, StringType(), False),
+        StructField(SUMMARY, StringType(), False),
+        StructField(LANGUAGE, StringType(), False),
+        StructField(FIELD, StringType(), False),
+        StructField(PUBLICATION_DATE, StringType(), True),
+        StructField(DOI, StringType(), True),
+    ]
+)
+
+# A snapshot record, as read: only the fields the graph needs (the JSON reader skips the rest).
+ABSTRACT_INVERTED_INDEX = MapType(StringType(), ArrayType(IntegerType()))
+_DISPLAY_NAME = StructType([StructField("display_name", StringType())])
+
+
+def _openalex_work(abstract_type) -> StructType:
+    return StructType(
+        [
+            StructField("id", StringType()),
+            StructField(DOI, StringType()),
+            StructField(TITLE, StringType()),
+            StructField(PUBLICATION_DATE, StringType()),
+            StructField(LANGUAGE, StringType()),
+            StructField("type", StringType()),
+            StructField("is_xpac", BooleanType()),
+            StructField("primary_topic", StructType([StructField(FIELD, _DISPLAY_NAME)])),
+            StructField("referenced_works", ArrayType(StringType())),
+            StructField("abstract_inverted_index", abstract_type),
+            StructField("updated_date", StringType()),
+        ]
+    )
+
+
+OPENALEX_WORK = _openalex_work(ABSTRACT_INVERTED_INDEX)
+# The 2021 snapshot wraps the index Microsoft-Academic-Graph style: {"IndexLength", "InvertedIndex"}.
+OPENALEX_WORK_2021 = _openalex_work(
+    StructType([StructField("IndexLength", LongType()), StructField("InvertedIndex", ABSTRACT_INVERTED_INDEX)])
+)
+CORRUPT_RECORD = "_corrupt_record"
+SOURCE_FILE = "file"
+# What the snapshot reader hands to the stage: the record, the raw line when it did not fit the
+# schema (JSON lines only), and the part file it came from (path relative to the works folder).
+OPENALEX_RAW = StructType(
+    [*OPENALEX_WORK.fields, StructField(CORRUPT_RECORD, StringType()), StructField(SOURCE_FILE, StringType(), False)]
+)
+
+# One row per record read, after classification: reason is null for a node of one of the requested
+# fields, else the first rule it fails (wikigame_spark.ingest.openalex_records.DROP_REASONS);
+# the node columns are filled only for nodes; references are OpenAlex URLs as in the record.
+OPENALEX_WORKS = StructType(
+    [
+        StructField(SOURCE_FILE, StringType(), False),
+        StructField("partition", StringType(), True),
+        StructField("updated_date", StringType(), True),
+        StructField(WORK_ID, StringType(), True),
+        StructField("reason", StringType(), True),
+        StructField(FIELD, StringType(), True),
+        StructField(TITLE, StringType(), True),
+        StructField(SUMMARY, StringType(), True),
+        StructField(LANGUAGE, StringType(), True),
+        StructField(PUBLICATION_DATE, StringType(), True),
+        StructField(DOI, StringType(), True),
+        StructField(REFERENCES, ArrayType(StringType()), True),
+        StructField("detail", StringType(), True),  # the start of a malformed line
+    ]
+)

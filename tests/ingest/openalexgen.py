@@ -21,6 +21,7 @@ import json
 import multiprocessing
 import os
 import random
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,6 +75,7 @@ class Spec:
     p_no_language: float = 0.04
     p_no_topic: float = 0.03
     p_xpac: float = 0.03
+    p_legacy_abstract: float = 0.0  # abstract in the 2021 form {"IndexLength", "InvertedIndex"}
     p_duplicate: float = 0.08  # the work also has an older version in an earlier partition
     malformed_per_file: int = 2  # damaged lines (truncated JSON, garbage, blank)
     mistyped_per_file: int = 1  # JSON objects whose fields have the wrong type
@@ -157,6 +159,7 @@ class Plan:
                 "no_topic": rng.random(n) < spec.p_no_topic,
                 "xpac": rng.random(n) < spec.p_xpac,
                 "field": rng.choice(len(spec.fields), n, p=weights),
+                "legacy_abstract": rng.random(n) < spec.p_legacy_abstract,
                 "variant": rng.choice(len(SIZES), n, p=SIZE_WEIGHTS),
             }
         self.files = [
@@ -237,6 +240,7 @@ class Writer:
             "updated_date": f"{date}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:07.532706",
             "is_xpac": bool(fl["xpac"][i]),
             "_variant": int(fl["variant"][i]),
+            "_legacy_abstract": bool(fl["legacy_abstract"][i]),
         }
 
     def line(self, values: dict) -> str:
@@ -245,7 +249,13 @@ class Writer:
         for k, key in enumerate(_VARYING):
             v = values[key]
             if key == "abstract_inverted_index":
-                out.append("null" if v is None else self.abstract_json[v])
+                if v is None:
+                    out.append("null")
+                elif values["_legacy_abstract"]:
+                    n = sum(len(p) for p in self.abstracts[v].values())
+                    out.append(f'{{"IndexLength": {n}, "InvertedIndex": {self.abstract_json[v]}}}')
+                else:
+                    out.append(self.abstract_json[v])
             elif key == "primary_topic":
                 out.append("null" if v is None else self.topic_json[v])
             else:
@@ -414,3 +424,199 @@ def write_lines(path: str, lines: list[str]) -> None:
     with gzip.open(path, "wt", encoding="utf-8") as out:
         for line in lines:
             out.write(line + "\n")
+
+
+# --- The independent computation the tests hold the job to ---------------------------------------
+# Plain Python over the files as written: json.loads per line, the Spark schema's type rules for
+# the fields the job reads, newest version per work, the paper's filters, edges between nodes.
+WS = " \t\n\r\f\v"
+
+
+def part_records(path: str):
+    """The lines of a JSON-lines part file, or the rows of a Parquet one as JSON-like dicts."""
+    if path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        for row in pq.read_table(path).to_pylist():
+            index = row.get("abstract_inverted_index")
+            if isinstance(index, str):
+                row["abstract_inverted_index"] = json.loads(index)
+            elif index is not None:
+                row["abstract_inverted_index"] = dict(index)
+            yield row
+        return
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            yield line.rstrip("\n")
+
+
+def _int_list(v) -> bool:
+    return v is None or (isinstance(v, list) and all(p is None or (type(p) is int) for p in v))
+
+
+def _index(v):
+    """(ok, index): the abstract as the job's schema sees it, 2021 form unwrapped."""
+    if v is None:
+        return True, None
+    if not isinstance(v, dict):
+        return False, None
+    if all(_int_list(x) for x in v.values()):
+        return True, v
+    inner = v.get("InvertedIndex")
+    if isinstance(inner, dict) and all(_int_list(x) for x in inner.values()) and type(v.get("IndexLength")) in (int, type(None)):
+        return True, inner
+    return False, None
+
+
+def _fits(rec: dict):
+    """The record with the fields the job reads, or None when a field has the wrong JSON type."""
+    if type(rec.get("is_xpac")) not in (bool, type(None)):
+        return None
+    topic = rec.get("primary_topic")
+    if topic is not None and (not isinstance(topic, dict) or type(topic.get("field")) not in (dict, type(None))):
+        return None
+    refs = rec.get("referenced_works")
+    if refs is not None and not isinstance(refs, list):
+        return None
+    ok, index = _index(rec.get("abstract_inverted_index"))
+    if not ok:
+        return None
+    field = ((topic or {}).get("field") or {}).get("display_name")
+    return {**rec, "_field": field, "_index": index}
+
+
+def _blank(v) -> bool:
+    return v is None or not str(v).strip(WS)
+
+
+def _text(index) -> str | None:
+    placed = sorted((p, w) for w, ps in (index or {}).items() for p in (ps or []) if p is not None)
+    return " ".join(w for _, w in placed) if placed else None
+
+
+@dataclass
+class Expected:
+    read: int
+    dropped: dict  # reason -> n, other_field excluded (it depends on the graph)
+    eligible: dict  # field -> n: works that pass every rule but the field one
+    nodes: dict  # field -> list of node dicts in id order
+    edges: dict  # field -> set of (src, dst)
+    per_file: dict  # file key -> records
+    older_version_was_a_node: int  # works whose older version passes the rules but the newest does not
+
+    def accounting(self, field: str) -> dict:
+        dropped = {r: n for r, n in self.dropped.items() if n}
+        other = sum(n for f, n in self.eligible.items() if f != field)
+        if other:
+            dropped["other_field"] = other
+        return {"read": self.read, "kept": self.eligible.get(field, 0), "dropped": dropped}
+
+
+def expected_graphs(files: list[tuple[str, str]], fields: list[str], include_xpac: bool = False) -> Expected:
+    """``files``: (key = last two path components, path)."""
+    from collections import Counter
+
+    dropped: Counter = Counter()
+    per_file: Counter = Counter()
+    versions: dict[str, list] = {}
+    for key, path in files:
+        m = re.search(r"updated_date=([^/]+)", key)
+        partition = m.group(1) if m else ""
+        for line in part_records(path):
+            if isinstance(line, str) and not line.strip(" \t\r\n"):
+                continue  # not a record
+            per_file[key] += 1
+            try:
+                rec = json.loads(line) if isinstance(line, str) else line
+            except ValueError:
+                dropped["malformed_json"] += 1
+                continue
+            if not isinstance(rec, dict):
+                dropped["malformed_json"] += 1
+                continue
+            rec = _fits(rec)
+            if rec is None:
+                dropped["malformed_record"] += 1
+                continue
+            if _blank(rec.get("id")):
+                dropped["missing_id"] += 1
+                continue
+            updated = rec.get("updated_date")
+            order = (partition, updated is not None, updated or "", key)
+            versions.setdefault(rec["id"].rsplit("/", 1)[-1], []).append((order, rec))
+
+    def fate(rec):
+        if rec.get("is_xpac") is True and not include_xpac:
+            return "xpac"
+        if rec.get("type") != "article":
+            return "wrong_type"
+        if _blank(rec.get("title")):
+            return "missing_title"
+        if _text(rec["_index"]) is None:
+            return "missing_abstract"
+        if _blank(rec.get("language")):
+            return "missing_language"
+        if rec["_field"] is None:
+            return "missing_field"
+        return None
+
+    eligible: Counter = Counter()
+    members: dict[str, dict] = {f: {} for f in fields}
+    older_nodes = 0
+    for wid, recs in versions.items():
+        recs.sort(key=lambda x: x[0], reverse=True)
+        dropped["duplicate"] += len(recs) - 1
+        newest = recs[0][1]
+        reason = fate(newest)
+        if reason is None and newest["_field"] not in fields:
+            reason = "other_field"
+        if reason is not None and any(fate(r) is None and r["_field"] in fields for _, r in recs[1:]):
+            older_nodes += 1
+        if reason == "other_field":
+            dropped["other_field"] += 1
+        elif reason is not None:
+            dropped[reason] += 1
+        else:
+            eligible[newest["_field"]] += 1
+            members[newest["_field"]][wid] = newest
+    nodes, edges = {}, {}
+    for f in fields:
+        ids = {wid: i for i, wid in enumerate(sorted(members[f]))}
+        nodes[f] = [
+            {
+                "id": ids[wid],
+                "work_id": wid,
+                "title": rec["title"],
+                "summary": _text(rec["_index"]),
+                "language": rec["language"],
+                "field": f,
+                "publication_date": rec.get("publication_date"),
+                "doi": rec.get("doi"),
+            }
+            for wid, rec in sorted(members[f].items())
+        ]
+        pairs = set()
+        for wid, rec in members[f].items():
+            for ref in rec.get("referenced_works") or []:
+                target = None if ref is None else ref.rsplit("/", 1)[-1]
+                if target in ids and target != wid:
+                    pairs.add((ids[wid], ids[target]))
+                    pairs.add((ids[target], ids[wid]))
+        edges[f] = pairs
+    other_field = dropped.pop("other_field", 0)
+    if other_field:
+        eligible["(not requested)"] = other_field
+    return Expected(
+        read=sum(per_file.values()),
+        dropped=dict(dropped),
+        eligible=dict(eligible),
+        nodes=nodes,
+        edges=edges,
+        per_file=dict(per_file),
+        older_version_was_a_node=older_nodes,
+    )
+
+
+def generated_files(gen: Generated) -> list[tuple[str, str]]:
+    return [("/".join(f["path"].split(os.sep)[-2:]), f["path"]) for f in gen.files]

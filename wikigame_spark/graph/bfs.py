@@ -3,11 +3,13 @@
 Each pass is one round of message passing, the pattern of GraphFrames' ``aggregateMessages`` and
 Pregel: the frontier rows ``(pair, side, node)`` are joined with the adjacency table, the
 messages are grouped by receiving node, and nodes the pair's search has already seen are dropped.
-Every pair advances one side per pass: forward from its source along out-links, or backward from
-its target along in-links, whichever frontier has fewer links to follow (a hub's thousands of
-in-links are never expanded when the other side is cheaper). The first pass in which a pair's two
-searches touch gives its exact distance (see :mod:`wikigame_spark.graph.csr` for why); a side that
-runs out of new nodes first means there is no path.
+Each pass a pair advances one side, forward from its source along out-links or backward from its
+target along in-links, whichever frontier has fewer links to follow (a hub's thousands of in-links
+are not expanded when the other side is cheaper), or both sides while both are small. The first
+pass in which a pair's two searches touch gives its exact distance, the smallest sum of the two
+depths over the nodes they share (see :mod:`wikigame_spark.graph.csr` for why); a side that runs
+out of new nodes first means there is no path. A pass is two Spark jobs, both with checkpointed
+inputs, so the plan does not grow from pass to pass.
 
 Only per-pair results (a pair id and a distance) come back to the driver; the edge list stays in
 the cluster.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from wikigame_spark.graph.csr import NO_PATH
@@ -29,7 +31,10 @@ log = logging.getLogger(__name__)
 PAIR = "pair"
 DISTANCE = "distance"
 _SIDE, _NODE, _DIST, _DEG, _NEXT = "side", "node", "dist", "deg", "next"
-FORWARD, BACKWARD = 0, 1
+_FRONT, _EXPAND = "front", "expand"
+FORWARD, BACKWARD, _RESULT = 0, 1, -1
+# Below this many links on each side a pair advances both frontiers in one pass.
+BOTH_SIDES_MAX_LINKS = 10_000
 
 
 def adjacency(edges: DataFrame, degrees: DataFrame) -> DataFrame:
@@ -74,55 +79,82 @@ def bidirectional_distances(
 
 
 def _search(pairs: DataFrame, adj: DataFrame, degrees: DataFrame) -> dict[int, int]:
-    spark = pairs.sparkSession
+    """One batch of pairs; each pass is two Spark jobs (new nodes; new state with finished pairs)."""
     out_deg = degrees.select(F.col(ID).alias(_NODE), F.col(OUT_DEGREE).alias(_DEG))
     in_deg = degrees.select(F.col(ID).alias(_NODE), F.col(IN_DEGREE).alias(_DEG))
-    # Local checkpoints cut each pass's lineage, so pass k's plan is as small as pass 1's.
-    frontier = (
+    # state: every node a pair's search has seen, per side, with its distance from that end;
+    # _FRONT marks the current frontiers and _EXPAND those that advance in the next pass.
+    state = _plan(
         pairs.select(PAIR, F.lit(FORWARD).alias(_SIDE), F.col(SOURCE).alias(_NODE))
         .join(out_deg, _NODE)
         .unionByName(pairs.select(PAIR, F.lit(BACKWARD).alias(_SIDE), F.col(TARGET).alias(_NODE)).join(in_deg, _NODE))
-        .select(PAIR, _SIDE, _NODE, F.lit(0).alias(_DIST), _DEG)
-        .localCheckpoint()
-    )
-    visited = frontier.select(PAIR, _SIDE, _NODE, _DIST)
+        .select(PAIR, _SIDE, _NODE, F.lit(0).alias(_DIST), _DEG, F.lit(True).alias(_FRONT))
+    ).localCheckpoint()
+    active = {r[PAIR] for r in pairs.select(PAIR).collect()}
     done: dict[int, int] = {}
     passes = 0
-    while True:
-        cost = frontier.groupBy(PAIR, _SIDE).agg(F.sum(_DEG).alias("cost"))
-        choice = cost.groupBy(PAIR).agg(F.min(F.struct("cost", _SIDE)).alias("c"))
-        choice = choice.select(PAIR, F.col(f"c.{_SIDE}").alias(_SIDE)).localCheckpoint()
-        if choice.isEmpty():
-            break
+    while active:
         passes += 1
-        messages = frontier.drop(_DEG).join(choice, [PAIR, _SIDE]).join(adj, [_SIDE, _NODE])
-        fresh = (
-            messages.select(PAIR, _SIDE, F.col(_NEXT).alias(_NODE), (F.col(_DIST) + 1).alias(_DIST), _DEG)
-            .dropDuplicates([PAIR, _SIDE, _NODE])
-            .join(visited, [PAIR, _SIDE, _NODE], "left_anti")
-            .localCheckpoint()
-        )
-        other = visited.select(PAIR, (1 - F.col(_SIDE)).alias(_SIDE), _NODE, F.col(_DIST).alias("_other"))
-        met = (
-            fresh.join(other, [PAIR, _SIDE, _NODE])
-            .groupBy(PAIR)
-            .agg(F.min(F.col(_DIST) + F.col("_other")).alias(DISTANCE))
-        )
-        exhausted = choice.join(fresh.select(PAIR).distinct(), PAIR, "left_anti").select(
-            PAIR, F.lit(NO_PATH).alias(DISTANCE)
-        )
-        finished = {r[PAIR]: r[DISTANCE] for r in met.unionByName(exhausted).collect()}
+        state, finished = _advance(state, adj)
         done.update(finished)
-        closed = spark.createDataFrame([(p,) for p in finished] or [(-1,)], f"{PAIR} long")
-        visited = (
-            visited.unionByName(fresh.select(PAIR, _SIDE, _NODE, _DIST)).join(closed, PAIR, "left_anti").localCheckpoint()
-        )
-        frontier = (
-            frontier.join(choice, [PAIR, _SIDE], "left_anti")
-            .unionByName(fresh)
-            .join(closed, PAIR, "left_anti")
-            .localCheckpoint()
-        )
-        log.debug("bfs pass %d: %d pairs finished", passes, len(finished))
+        active -= finished.keys()
+        log.debug("bfs pass %d: %d pairs finished, %d searching", passes, len(finished), len(active))
     log.info("bfs: %d pairs in %d passes", len(done), passes)
     return done
+
+
+def _plan(state: DataFrame) -> DataFrame:
+    """Mark the frontiers that advance next: the side with fewer links to follow, or both if small."""
+    per_pair = Window.partitionBy(PAIR)
+    on_front = F.col(_FRONT)
+    cf = F.sum(F.when(on_front & (F.col(_SIDE) == FORWARD), F.col(_DEG)).otherwise(0)).over(per_pair)
+    cb = F.sum(F.when(on_front & (F.col(_SIDE) == BACKWARD), F.col(_DEG)).otherwise(0)).over(per_pair)
+    state = state.withColumn("_cf", cf).withColumn("_cb", cb)
+    both = F.greatest("_cf", "_cb") <= F.lit(BOTH_SIDES_MAX_LINKS)
+    forward = (F.col(_SIDE) == FORWARD) & (F.col("_cf") <= F.col("_cb"))
+    backward = (F.col(_SIDE) == BACKWARD) & (F.col("_cb") < F.col("_cf"))
+    return state.withColumn(_EXPAND, on_front & (both | forward | backward)).drop("_cf", "_cb")
+
+
+def _advance(state: DataFrame, adj: DataFrame) -> tuple[DataFrame, dict[int, int]]:
+    """One pass: expand the marked frontiers by one level; the new state and the finished pairs."""
+    moving = state.filter(F.col(_EXPAND))
+    fresh = (
+        moving.select(PAIR, _SIDE, _NODE, _DIST)
+        .join(adj, [_SIDE, _NODE])
+        .select(PAIR, _SIDE, F.col(_NEXT).alias(_NODE), (F.col(_DIST) + 1).alias(_DIST), _DEG)
+        .dropDuplicates([PAIR, _SIDE, _NODE])
+        .join(state.select(PAIR, _SIDE, _NODE), [PAIR, _SIDE, _NODE], "left_anti")
+        .localCheckpoint()
+    )
+    # A fresh node already seen from the other end closes the pair: the smallest sum of the two
+    # distances is the shortest path length. A side that advanced and found nothing new ends it.
+    seen = state.select(PAIR, _SIDE, _NODE, _DIST).unionByName(fresh.select(PAIR, _SIDE, _NODE, _DIST))
+    other = seen.select(PAIR, (1 - F.col(_SIDE)).alias(_SIDE), _NODE, F.col(_DIST).alias("_other"))
+    met = fresh.join(other, [PAIR, _SIDE, _NODE]).groupBy(PAIR).agg(F.min(F.col(_DIST) + F.col("_other")).alias(_DIST))
+    stuck = (
+        moving.select(PAIR, _SIDE)
+        .distinct()
+        .join(fresh.select(PAIR, _SIDE).distinct(), [PAIR, _SIDE], "left_anti")
+        .select(PAIR)
+        .distinct()
+    )
+    finished = met.unionByName(stuck.join(met, PAIR, "left_anti").select(PAIR, F.lit(NO_PATH).cast("int").alias(_DIST)))
+    kept = (
+        state.select(PAIR, _SIDE, _NODE, _DIST, _DEG, (F.col(_FRONT) & ~F.col(_EXPAND)).alias(_FRONT))
+        .unionByName(fresh.withColumn(_FRONT, F.lit(True)))
+        .join(finished.select(PAIR), PAIR, "left_anti")
+    )
+    # Finished pairs ride along as rows of side _RESULT, so one job writes the state and answers.
+    results = finished.select(
+        PAIR,
+        F.lit(_RESULT).alias(_SIDE),
+        F.lit(None).cast("long").alias(_NODE),
+        _DIST,
+        F.lit(None).cast("long").alias(_DEG),
+        F.lit(False).alias(_FRONT),
+        F.lit(False).alias(_EXPAND),
+    )
+    combined = _plan(kept).unionByName(results).localCheckpoint()
+    rows = combined.filter(F.col(_SIDE) == _RESULT).select(PAIR, _DIST).collect()
+    return combined.filter(F.col(_SIDE) != _RESULT), {r[PAIR]: r[_DIST] for r in rows}

@@ -117,7 +117,9 @@ def degrees(nodes: DataFrame, edges: DataFrame) -> DataFrame:
         nodes.select(ID)
         .join(ins, ID, "left")
         .join(outs, ID, "left")
-        .select(ID, F.coalesce(IN_DEGREE, F.lit(0)).alias(IN_DEGREE), F.coalesce(OUT_DEGREE, F.lit(0)).alias(OUT_DEGREE))
+        .select(
+            ID, F.coalesce(IN_DEGREE, F.lit(0)).alias(IN_DEGREE), F.coalesce(OUT_DEGREE, F.lit(0)).alias(OUT_DEGREE)
+        )
     )
 
 
@@ -134,22 +136,18 @@ def weak_components(nodes: DataFrame, edges: DataFrame, max_rounds: int = 1000) 
     if graphframes_available(nodes.sparkSession):
         cc = _graphframe(nodes, edges).connectedComponents(use_local_checkpoints=True)
         return cc.select(ID, F.col(COMPONENT).cast("long").alias(COMPONENT))
-    links = (
-        edges.select(F.col(SRC).alias("a"), F.col(DST).alias("b"))
-        .unionByName(edges.select(F.col(DST).alias("a"), F.col(SRC).alias("b")))
-        .distinct()
-        .localCheckpoint()
-    )
+    links = edges.select(SRC, DST)
     labels = nodes.select(ID, F.col(ID).alias(COMPONENT)).localCheckpoint()
     for rounds in range(1, max_rounds + 1):
-        offers = links.join(labels.withColumnRenamed(ID, "a"), "a").select(F.col("b").alias(ID), COMPONENT)
-        lowest = labels.unionByName(offers).groupBy(ID).agg(F.min(COMPONENT).alias(COMPONENT))
+        # Labels travel both ways along every edge: undirected, without materialising reversed edges.
+        forward = links.join(labels.withColumnRenamed(ID, SRC), SRC).select(F.col(DST).alias(ID), COMPONENT)
+        backward = links.join(labels.withColumnRenamed(ID, DST), DST).select(F.col(SRC).alias(ID), COMPONENT)
+        offers = forward.unionByName(backward).groupBy(ID).agg(F.min(COMPONENT).alias("_offer"))
+        lowest = labels.join(offers, ID, "left").select(ID, F.least(COMPONENT, "_offer").alias(COMPONENT))
         hop = lowest.select(F.col(ID).alias(COMPONENT), F.col(COMPONENT).alias("_jump"))
         jumped = lowest.join(hop, COMPONENT, "left").select(ID, F.least(COMPONENT, "_jump").alias(COMPONENT))
         jumped = jumped.localCheckpoint()
-        changed = jumped.join(labels.withColumnRenamed(COMPONENT, "_old"), ID).filter(
-            F.col(COMPONENT) != F.col("_old")
-        )
+        changed = jumped.join(labels.withColumnRenamed(COMPONENT, "_old"), ID).filter(F.col(COMPONENT) != F.col("_old"))
         labels = jumped
         if changed.isEmpty():
             log.info("weak components: converged after %d rounds", rounds)

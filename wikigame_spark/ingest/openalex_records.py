@@ -120,30 +120,33 @@ def rebuild_abstract(index: Mapping | None) -> str | None:
     return " ".join(word for _, word in placed)
 
 
-def _blank(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+# What counts as blank: Java's regex \s, so the Spark stage agrees character for character.
+WHITESPACE = " \t\n\r\f\v"
 
 
-def drop_reason(record: Mapping, fields: frozenset[str] | set[str]) -> str | None:
+def blank(value: object) -> bool:
+    """Absent, or a string of nothing but ASCII whitespace."""
+    return value is None or (isinstance(value, str) and not value.strip(WHITESPACE))
+
+
+def drop_reason(record: Mapping, fields: frozenset[str] | set[str], include_xpac: bool = False) -> str | None:
     """Why the newest version of a work is not a node of any of ``fields`` (``None``: it is).
 
     ``record`` is a parsed JSON object; malformed lines and duplicates are decided before this.
     """
-    if _blank(record.get("id")):
+    if blank(record.get("id")):
         return MISSING_ID
-    if record.get("is_xpac") is True:
+    if record.get("is_xpac") is True and not include_xpac:
         return XPAC
     if record.get("type") != ARTICLE:
         return WRONG_TYPE
-    if _blank(record.get("title")):
+    if blank(record.get("title")):
         return MISSING_TITLE
-    text = rebuild_abstract(inverted_index(record.get("abstract_inverted_index")))
-    if _blank(text):
+    if rebuild_abstract(inverted_index(record.get("abstract_inverted_index"))) is None:
         return MISSING_ABSTRACT
-    if _blank(record.get("language")):
+    if blank(record.get("language")):
         return MISSING_LANGUAGE
-    topic = record.get("primary_topic") or {}
-    field = (topic.get("field") or {}).get("display_name") if isinstance(topic, Mapping) else None
+    field = record_field(record)
     if field is None:
         return MISSING_FIELD
     if field not in fields:
@@ -152,5 +155,7 @@ def drop_reason(record: Mapping, fields: frozenset[str] | set[str]) -> str | Non
 
 
 def record_field(record: Mapping) -> str | None:
+    """``primary_topic.field.display_name``, ``None`` when the record has no primary topic."""
     topic = record.get("primary_topic") or {}
-    return ((topic.get("field") or {}) if isinstance(topic, Mapping) else {}).get("display_name")
+    field = (topic.get("field") or {}) if isinstance(topic, Mapping) else {}
+    return field.get("display_name") if isinstance(field, Mapping) else None

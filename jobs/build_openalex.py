@@ -1,0 +1,105 @@
+"""OpenAlex works snapshot → one symmetric citation graph per field (nodes, edges, manifest.json).
+
+    spark-submit jobs/build_openalex.py --input URI --field NAME [--field NAME…] --output DIR
+        [--language CODE] [--endpoint-url URL] [--overwrite] [--allow-partial] [--include-xpac]
+        [--format auto|parquet|jsonl] [--config YAML]
+
+URI: a local folder or file, or s3://bucket/prefix (the public snapshot: s3://openalex).
+Each field's graph goes to DIR/<field-slug>/, e.g. DIR/physics-and-astronomy/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+
+from wikigame_spark import cli, io
+from wikigame_spark.config import OpenAlexBuildConfig, default_yaml, flatten, load_config
+from wikigame_spark.ingest.openalex import build_graphs
+from wikigame_spark.ingest.openalex_records import field_slug
+from wikigame_spark.ingest.openalex_snapshot import (
+    S3Store,
+    check_record_counts,
+    configure_s3a,
+    open_store,
+    plan_snapshot,
+    read_works,
+    spark_uri,
+)
+from wikigame_spark.schemas import EDGES, OPENALEX_NODES
+from wikigame_spark.session import build_session
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--input", help="snapshot folder or file, s3://bucket/prefix, or a Hadoop URI")
+    p.add_argument("--field", dest="fields", action="append", help="primary_topic field, e.g. 'Medicine' (repeat)")
+    p.add_argument("--output", help="output folder; one graph per field under it (local, hdfs://, s3://, dbfs:/)")
+    p.add_argument("--language", help="language code recorded for game sampling (nodes are not filtered)")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint for the input/output bucket")
+    p.add_argument("--format", choices=["auto", "parquet", "jsonl"], help="which copy of the snapshot to read")
+    p.add_argument("--overwrite", action="store_true", default=None, help="replace existing field graphs")
+    p.add_argument("--allow-partial", action="store_true", default=None, help="warn, not fail, on an incomplete snapshot")
+    p.add_argument("--include-xpac", action="store_true", default=None, help="keep XPAC works (is_xpac)")
+    p.add_argument("--config", help="YAML settings (default conf/build_openalex.yaml)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    overrides = {k: v for k, v in vars(args).items() if k != "config"}
+    cfg = load_config(OpenAlexBuildConfig, args.config or default_yaml("build_openalex"), overrides)
+    started = dt.datetime.now(dt.timezone.utc)
+    spark = build_session("build_openalex")
+
+    output = spark_uri(cfg.output.rstrip("/"))
+    targets = {f: f"{output}/{field_slug(f)}" for f in cfg.fields}
+    if output.startswith("s3a://"):
+        configure_s3a(spark, output, cfg.endpoint_url, S3Store(output[6:].split("/", 1)[0], cfg.endpoint_url))
+    if not cfg.overwrite:
+        for path in targets.values():
+            if io.exists(spark, path):
+                raise io.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
+    store, root = open_store(cfg.input, cfg.endpoint_url, spark)
+    plan = plan_snapshot(root, cfg.format, cfg.endpoint_url, cfg.allow_partial, spark, store=store)
+    plan.input = cfg.input
+    if isinstance(store, S3Store):
+        configure_s3a(spark, spark_uri(cfg.input), cfg.endpoint_url, store)
+
+    result = build_graphs(read_works(spark, plan), list(cfg.fields), cfg.include_xpac)
+    warnings = plan.warnings + check_record_counts(plan, result.per_file, cfg.allow_partial)
+    snapshot = plan.to_dict()
+    for f in snapshot["files"]:
+        f["records_read"] = result.per_file.get(f["key"], 0)
+    written = []
+    for field, graph in result.graphs.items():
+        manifest = {
+            "kind": "openalex-graph",
+            "field": field,
+            "fields_built_together": list(cfg.fields),
+            "target_language": cfg.language or None,
+            "language_nodes": graph.counts["languages"].get(cfg.language, 0) if cfg.language else None,
+            "snapshot": snapshot,
+            "records": result.accounting(field),
+            "counts": graph.counts,
+            "problems": result.problems,
+            "warnings": warnings,
+            "parameters": flatten(cfg),
+            "code_version": io.code_version(),
+            "created": started.isoformat(),
+            "spark_version": spark.version,
+        }
+        tables = {"nodes": (graph.nodes, OPENALEX_NODES), "edges": (graph.edges, EDGES)}
+        io.write_graph(spark, targets[field], tables, manifest, cfg.overwrite)
+        written.append(f"{targets[field]} ({graph.counts['nodes']} nodes, {graph.counts['edges']} edges)")
+    dropped = {k: v for k, v in result.records["dropped"].items() if v}
+    print(
+        f"build_openalex: wrote {'; '.join(written)} with nodes, edges, manifest.json; "
+        f"records read {result.records['read']} from {len(plan.files)} {plan.format} files, dropped {dropped}"
+        + (f"; {len(warnings)} warnings (see manifest)" if warnings else "")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)

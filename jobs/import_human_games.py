@@ -1,0 +1,121 @@
+"""Human games (a TSV log) → plays of agent ``human`` on a graph, with an MLflow run like a play run's.
+
+spark-submit jobs/import_human_games.py --graph DIR --tsv FILE [--experiment NAME] [--run-name human]
+    [--output DIR/plays/RUN_NAME] [--overwrite]
+
+The TSV has a header and one game per line: start title, end title, success, steps, optimal
+steps, time (the paper's human data: Num, Success?, Steps, Time (m:s), StartPage, EndPage,
+OptimalSteps). Titles are matched to the graph's nodes, then its redirects; rows that cannot be
+used or matched are counted, listed in the manifest and logged as rejected.tsv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import os
+import tempfile
+
+import mlflow
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from wikigame_spark import cli, io, tracking
+from wikigame_spark.config import HumanImportConfig, default_yaml, flatten, load_config
+from wikigame_spark.evaluation import humans
+from wikigame_spark.evaluation.metrics import summarise
+from wikigame_spark.play.report import graph_params
+from wikigame_spark.schemas import ID, PLAYS, REDIRECTS, TITLE
+from wikigame_spark.session import build_session
+
+NODE_TITLES = StructType([StructField(ID, LongType(), False), StructField(TITLE, StringType(), False)])
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--graph", help="graph directory the games were played on (nodes, redirects)")
+    p.add_argument("--tsv", help="TSV of human games (local path or any Hadoop URI)")
+    p.add_argument("--experiment", help="MLflow experiment (default wikigame)")
+    p.add_argument("--run-name", help="run name (default human)")
+    p.add_argument("--output", help="plays directory (default GRAPH/plays/RUN_NAME)")
+    p.add_argument("--overwrite", action="store_true", default=None, help="replace an earlier import")
+    p.add_argument("--config", help="YAML settings (default conf/import_human_games.yaml)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    overrides = {k: v for k, v in vars(args).items() if k != "config"}
+    cfg = load_config(HumanImportConfig, args.config or default_yaml("import_human_games"), overrides)
+    started = dt.datetime.now(dt.timezone.utc)
+    spark = build_session("import_human_games")
+    graph = cfg.graph.rstrip("/")
+    graph_manifest = io.read_manifest(spark, graph)
+    output = (cfg.output or f"{graph}/plays/{cfg.run_name}").rstrip("/")
+    if io.exists(spark, output) and not cfg.overwrite:
+        raise io.OutputExistsError(f"{output} exists; pass --overwrite to import again")
+
+    text = io.read_text(spark, cfg.tsv)
+    case = (graph_manifest.get("site") or {}).get("case", "case-sensitive")
+    games, rejected = humans.parse_tsv(text, cfg.tsv, case)
+    games_df = spark.createDataFrame([g.as_row() for g in games], humans.HUMAN_GAMES)
+    nodes = io.read_table(spark, f"{graph}/nodes", NODE_TITLES)
+    has_redirects = io.exists(spark, f"{graph}/redirects")
+    redirects = io.read_table(spark, f"{graph}/redirects", REDIRECTS) if has_redirects else None
+    plays, unmatched = humans.match_games(games_df, nodes, redirects)
+    plays_pdf = plays.toPandas().sort_values("game_id", ignore_index=True)
+    unmatched_pdf = unmatched.toPandas().sort_values("line", ignore_index=True)
+    left_out, counts = humans.left_out(rejected, unmatched_pdf, len(games), len(plays_pdf))
+
+    experiment_id = tracking.setup(cfg.experiment)
+    with mlflow.start_run(run_name=cfg.run_name, experiment_id=experiment_id) as run:
+        params = {
+            **flatten(cfg),
+            "agent": humans.HUMAN,
+            "model": "",
+            "use_titles": "",
+            "max_steps": "",  # time-limited, not step-limited
+            "games": len(plays_pdf),
+            "tsv_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
+            "code_version": io.code_version(),
+            **graph_params(graph, graph_manifest),
+        }
+        mlflow.log_params(tracking.clean_params(params))
+        metrics = summarise(plays_pdf)
+        tracking.log_metrics({**metrics, **{f"rows_{k}": v for k, v in counts.items() if k != "left_out_by"}})
+        with tempfile.TemporaryDirectory() as tmp:
+            plays_pdf.to_parquet(os.path.join(tmp, "plays.parquet"), index=False)
+            left_out.to_csv(os.path.join(tmp, "rejected.tsv"), sep="\t", index=False)
+            mlflow.log_artifacts(tmp)
+        with io.staged_output(spark, output, overwrite=True) as staging:
+            part = f"{staging}/part-000000"
+            io.write_table(plays, f"{part}/plays", PLAYS)
+            io.write_json(spark, f"{part}/{io.MANIFEST}", {"kind": "plays-chunk", "chunk": 0, "games": len(plays_pdf)})
+            io.write_json(
+                spark,
+                f"{staging}/{io.MANIFEST}",
+                {
+                    "kind": "plays",
+                    "run_name": cfg.run_name,
+                    "mlflow_run_id": run.info.run_id,
+                    "experiment": cfg.experiment,
+                    "parameters": params,
+                    "metrics": metrics,
+                    "counts": counts,
+                    "left_out": left_out.to_dict(orient="records"),
+                    "tracking_uri": tracking.tracking_uri(),
+                    "created": started.isoformat(),
+                },
+            )
+    by = ", ".join(f"{k} {v}" for k, v in counts["left_out_by"].items())
+    print(
+        f"import_human_games: wrote {output} and MLflow run {run.info.run_id} ({cfg.experiment}/{cfg.run_name}): "
+        f"{counts['imported']} of {counts['rows']} games imported"
+        + (f", left out {by}" if by else "")
+        + f"; success {metrics['success_rate']:.3f} ± {metrics['success_rate_se']:.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    cli.run(main)

@@ -1,0 +1,86 @@
+# Databricks notebook source
+# MAGIC %md
+# MAGIC # 02 · Build OpenAlex citation graphs
+# MAGIC An OpenAlex works snapshot → one symmetric citation graph per field, by `jobs/build_openalex.py`.
+# MAGIC On Databricks point `snapshot` at `s3://openalex` (the public bucket) or a copy in a volume.
+# MAGIC Locally the default is the real two-file sample in `../shared/data/openalex/snapshot`, whose
+# MAGIC manifest lists 465 files (hence `allow_partial`), and whose works have no `primary_topic`:
+# MAGIC the graphs come out empty, and the manifest's accounting says why.
+
+# COMMAND ----------
+
+import os
+import sys
+
+try:  # run as a script: the repository is this folder's parent
+    ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+except NameError:  # on Databricks the working directory is the notebook's folder
+    ROOT = os.path.dirname(os.getcwd())
+sys.path.insert(0, ROOT)
+ON_DATABRICKS = "dbutils" in globals()
+if ON_DATABRICKS:
+    os.environ.setdefault("MLFLOW_TRACKING_URI", "databricks")
+else:
+    os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
+ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")  # local defaults: the real small data
+OUT = os.path.join(ROOT, "out", "notebooks")
+VOLUME = "/Volumes/main/default/wikigame"  # Databricks defaults: a Unity Catalog volume
+
+
+def widget(name: str, default: str, on_databricks: str | None = None) -> str:
+    """A text widget on Databricks; elsewhere ``--name=value`` on the command line, else the default."""
+    if ON_DATABRICKS:
+        dbutils.widgets.text(name, default if on_databricks is None else on_databricks)  # noqa: F821
+        return dbutils.widgets.get(name)  # noqa: F821
+    return ARGS.get(name, default)
+
+
+def show(table) -> None:
+    """Databricks' ``display``; a printout elsewhere."""
+    if ON_DATABRICKS:
+        display(table)  # noqa: F821
+    elif hasattr(table, "show"):
+        table.show(20, truncate=60)
+    else:
+        print(table.to_string() if hasattr(table, "to_string") else table)
+
+
+# COMMAND ----------
+
+data = widget("data", DATA, f"{VOLUME}/data")
+out = widget("out", OUT, f"{VOLUME}/out")
+snapshot = widget("snapshot", f"{data}/openalex/snapshot", "s3://openalex")
+fields = [f.strip() for f in widget("fields", "Medicine;Physics and Astronomy").split(";") if f.strip()]
+language = widget("language", "en")
+graphs = widget("graphs", f"{out}/openalex")
+allow_partial = widget("allow_partial", "true", "false") == "true"
+overwrite = widget("overwrite", "true") == "true"
+
+# COMMAND ----------
+
+from jobs import build_openalex  # noqa: E402
+
+argv = ["--input", snapshot, "--output", graphs, "--language", language]
+argv += [a for f in fields for a in ("--field", f)]
+argv += (["--allow-partial"] if allow_partial else []) + (["--overwrite"] if overwrite else [])
+build_openalex.main(argv)
+
+# COMMAND ----------
+
+import pandas as pd  # noqa: E402
+
+from wikigame_spark import io  # noqa: E402
+from wikigame_spark.ingest.openalex_records import field_slug  # noqa: E402
+from wikigame_spark.session import build_session  # noqa: E402
+
+spark = build_session("notebooks")
+manifests = {f: io.read_manifest(spark, f"{graphs}/{field_slug(f)}") for f in fields}
+show(
+    pd.DataFrame(
+        [
+            {"field": f, "nodes": m["counts"]["nodes"], "edges": m["counts"]["edges"], **m["records"]["dropped"]}
+            for f, m in manifests.items()
+        ]
+    )
+)

@@ -1,0 +1,78 @@
+# Databricks notebook source
+# MAGIC %md
+# MAGIC # 04 · Play
+# MAGIC Agents play the sampled games (`jobs/play_games.py`): each agent is an MLflow run in the
+# MAGIC experiment, with its plays as Parquet under `<graph>/plays/<run-name>`. LLM agents need
+# MAGIC `OPENAI_BASE_URL` / `OPENAI_API_KEY` in the cluster's environment (a secret), never in a widget.
+
+# COMMAND ----------
+
+import os
+import sys
+
+try:  # run as a script: the repository is this folder's parent
+    ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+except NameError:  # on Databricks the working directory is the notebook's folder
+    ROOT = os.path.dirname(os.getcwd())
+sys.path.insert(0, ROOT)
+ON_DATABRICKS = "dbutils" in globals()
+if ON_DATABRICKS:
+    os.environ.setdefault("MLFLOW_TRACKING_URI", "databricks")
+else:
+    os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
+ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")  # local defaults: the real small data
+OUT = os.path.join(ROOT, "out", "notebooks")
+VOLUME = "/Volumes/main/default/wikigame"  # Databricks defaults: a Unity Catalog volume
+
+
+def widget(name: str, default: str, on_databricks: str | None = None) -> str:
+    """A text widget on Databricks; elsewhere ``--name=value`` on the command line, else the default."""
+    if ON_DATABRICKS:
+        dbutils.widgets.text(name, default if on_databricks is None else on_databricks)  # noqa: F821
+        return dbutils.widgets.get(name)  # noqa: F821
+    return ARGS.get(name, default)
+
+
+def show(table) -> None:
+    """Databricks' ``display``; a printout elsewhere."""
+    if ON_DATABRICKS:
+        display(table)  # noqa: F821
+    elif hasattr(table, "show"):
+        table.show(20, truncate=60)
+    else:
+        print(table.to_string() if hasattr(table, "to_string") else table)
+
+
+# COMMAND ----------
+
+out = widget("out", OUT, f"{VOLUME}/out")
+graph = widget("graph", f"{out}/ltgwiki")
+agents = [a.strip() for a in widget("agents", "random,tfidf,embedding").split(",") if a.strip()]
+games = widget("games", "50", "0")  # the first N games of the graph's games table; 0 = all
+max_steps = widget("max_steps", "100")
+experiment = widget("experiment", "notebooks", "/Shared/wikigame")
+if not ON_DATABRICKS:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the default embedding model ships in a package
+
+# COMMAND ----------
+
+from jobs import play_games  # noqa: E402
+
+for agent in agents:
+    play_games.main(
+        ["--graph", graph, "--agent", agent, "--games", games, "--max-steps", max_steps]
+        + ["--experiment", experiment, "--overwrite"]
+    )
+
+# COMMAND ----------
+
+import mlflow  # noqa: E402
+
+from wikigame_spark import tracking  # noqa: E402
+
+tracking.setup(experiment)
+runs = mlflow.search_runs(experiment_names=[experiment], filter_string="params.agent != ''")
+columns = ["tags.mlflow.runName", "params.agent", "params.model", "metrics.games", "metrics.success_rate"]
+columns += ["metrics.success_rate_se", "metrics.steps_above_optimal_mean"]
+show(runs[[c for c in columns if c in runs.columns]])

@@ -1,0 +1,75 @@
+# Databricks notebook source
+# MAGIC %md
+# MAGIC # 05 · Report
+# MAGIC The paper's evaluation of every finished play run of the experiment (`jobs/report.py`):
+# MAGIC Table 4 (success ± SD), Table 5 (steps above optimal ± SE), outcome breakdowns, negative
+# MAGIC binomial fits with the likelihood-ratio test, Figures 2–4 and 15, as Markdown and HTML in
+# MAGIC `report` and as artifacts of a "report" run in the same experiment.
+
+# COMMAND ----------
+
+import os
+import sys
+
+try:  # run as a script: the repository is this folder's parent
+    ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+except NameError:  # on Databricks the working directory is the notebook's folder
+    ROOT = os.path.dirname(os.getcwd())
+sys.path.insert(0, ROOT)
+ON_DATABRICKS = "dbutils" in globals()
+if ON_DATABRICKS:
+    os.environ.setdefault("MLFLOW_TRACKING_URI", "databricks")
+else:
+    os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
+ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")  # local defaults: the real small data
+OUT = os.path.join(ROOT, "out", "notebooks")
+VOLUME = "/Volumes/main/default/wikigame"  # Databricks defaults: a Unity Catalog volume
+
+
+def widget(name: str, default: str, on_databricks: str | None = None) -> str:
+    """A text widget on Databricks; elsewhere ``--name=value`` on the command line, else the default."""
+    if ON_DATABRICKS:
+        dbutils.widgets.text(name, default if on_databricks is None else on_databricks)  # noqa: F821
+        return dbutils.widgets.get(name)  # noqa: F821
+    return ARGS.get(name, default)
+
+
+def show(table) -> None:
+    """Databricks' ``display``; a printout elsewhere."""
+    if ON_DATABRICKS:
+        display(table)  # noqa: F821
+    elif hasattr(table, "show"):
+        table.show(20, truncate=60)
+    else:
+        print(table.to_string() if hasattr(table, "to_string") else table)
+
+
+# COMMAND ----------
+
+out = widget("out", OUT, f"{VOLUME}/out")
+experiment = widget("experiment", "notebooks", "/Shared/wikigame")
+report_dir = widget("report", f"{out}/report")
+runs = widget("runs", "")  # space-separated MLflow run ids; empty = every finished play run
+
+# COMMAND ----------
+
+from jobs import report  # noqa: E402
+
+report.main(["--experiment", experiment, "--output", report_dir] + (["--runs", *runs.split()] if runs else []))
+
+# COMMAND ----------
+
+import pandas as pd  # noqa: E402
+
+from wikigame_spark import io  # noqa: E402
+from wikigame_spark.session import build_session  # noqa: E402
+
+spark = build_session("notebooks")
+summary = io.read_json(spark, f"{report_dir}/report.json")
+show(pd.DataFrame(summary["success"]))
+show(pd.DataFrame(summary["fits"])[["agent", "graph", "variant", "successes"]])
+if ON_DATABRICKS:
+    displayHTML(io.read_text(spark, f"{report_dir}/report.html"))  # noqa: F821
+else:
+    print(f"report: {report_dir}/report.html")

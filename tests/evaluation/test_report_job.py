@@ -1,0 +1,190 @@
+"""jobs/report.py and jobs/import_human_games.py end to end on the real Latgalian graph: random and
+embedding runs played by jobs/play_games.py, human games imported from a TSV of real titles, then
+the report's files, figures and MLflow run."""
+
+import json
+import os
+import shutil
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from mlflow.tracking import MlflowClient
+
+from jobs import import_human_games, play_games
+from jobs import report as report_job
+from tests.play.games import write_games
+from wikigame_spark import io
+from wikigame_spark.evaluation.figures import PNG_SIGNATURE
+from wikigame_spark.schemas import PLAYS
+
+EXPERIMENT = "eval"
+GAMES = 16
+
+
+@pytest.fixture(scope="module")
+def tracking(tmp_path_factory):
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", uri)
+        yield uri
+
+
+def human_tsv(graph: str, games_dir: str, path: str) -> dict:
+    """A log in the paper's layout with real titles: 14 games, a redirect title, an underscored and
+    a lower-case title, a title not in the graph and a success without its steps."""
+    nodes = pq.read_table(f"{graph}/nodes").to_pandas()
+    redirects = pq.read_table(f"{graph}/redirects").to_pandas()
+    games = pq.read_table(f"{games_dir}/games").to_pandas().sort_values("game_id")
+    title = dict(zip(nodes["id"], nodes["title"]))
+    redirect = redirects[redirects["target"].isin(nodes["id"])].iloc[0]
+    rng = np.random.default_rng(11)
+    lines = ["Num\tSuccess?\tSteps\tTime (m:s)\tStartPage\tEndPage\tOptimalSteps"]
+    for g in games.head(14).itertuples():
+        won = g.game_id % 4 != 3
+        steps = f"{g.optimal_steps + int(rng.negative_binomial(3, 0.45))}.0" if won else ""
+        start = title[g.source].replace(" ", "_") if g.game_id == 1 else title[g.source]
+        end = title[g.target][0].lower() + title[g.target][1:] if g.game_id == 2 else title[g.target]
+        time = f"0{rng.integers(1, 9)}:{rng.integers(10, 59)}" if won else ""
+        lines.append(f"{g.game_id}\t{'Yes' if won else 'No'}\t{steps}\t{time}\t{start}\t{end}\t{g.optimal_steps}")
+    lines.append(f"100\tNo\t9.0\t\t{redirect['title']}\t{title[games.iloc[0].target]}\t3")
+    lines.append("101\tYes\t5.0\t01:00\tNo such page in Latgalian\tDaugpiļs\t3")
+    lines.append(f"102\tYes\t\t01:00\t{title[games.iloc[0].source]}\t{title[games.iloc[0].target]}\t3")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return {"redirect_target": int(redirect["target"]), "games": games}
+
+
+@pytest.fixture(scope="module")
+def experiment(ltg_graph, tmp_path_factory, tracking):
+    """Three play runs in one experiment: random, embedding, humans."""
+    tmp = tmp_path_factory.mktemp("report")
+    games_dir = write_games(ltg_graph, GAMES, path=str(tmp / "games"))
+    outputs = {}
+    for agent in ("random", "embedding"):
+        outputs[agent] = str(tmp / "plays" / agent)
+        argv = ["--graph", ltg_graph, "--games-dir", games_dir, "--agent", agent, "--games", str(GAMES)]
+        argv += ["--experiment", EXPERIMENT, "--run-name", agent, "--output", outputs[agent]]
+        assert play_games.main(argv) == 0
+    tsv = str(tmp / "humans.tsv")
+    facts = human_tsv(ltg_graph, games_dir, tsv)
+    outputs["human"] = str(tmp / "plays" / "human")
+    argv = ["--graph", ltg_graph, "--tsv", tsv, "--experiment", EXPERIMENT, "--output", outputs["human"]]
+    assert import_human_games.main(argv) == 0
+    return {"tmp": tmp, "outputs": outputs, **facts}
+
+
+def read_plays(spark, directory):
+    return spark.read.schema(PLAYS).parquet(f"{directory}/part-*/plays").toPandas()
+
+
+def test_human_import_matches_titles_and_counts_what_it_leaves_out(spark, experiment, tracking):
+    out = experiment["outputs"]["human"]
+    plays = read_plays(spark, out).set_index("game_id")
+    manifest = io.read_manifest(spark, out)
+    assert manifest["counts"] == {
+        "rows": 17,
+        "imported": 15,
+        "rejected": 1,
+        "unmatched": 1,
+        "left_out_by": {"start_title_not_in_graph": 1, "success_without_steps": 1},
+    }
+    assert sorted(plays.index) == [*range(14), 100]
+    games = experiment["games"].set_index("game_id")
+    for gid in range(14):  # underscores and a lower-case first letter matched too
+        assert plays.loc[gid, "source"] == games.loc[gid, "source"]
+        assert plays.loc[gid, "target"] == games.loc[gid, "target"]
+    assert plays.loc[100, "source"] == experiment["redirect_target"]  # through the redirects table
+    assert set(plays["agent"]) == {"human"} and set(plays["outcome"]) == {"success", "time_limit"}
+    won = plays[plays.outcome == "success"]
+    assert (won.steps >= won.optimal_steps).all()
+    run = MlflowClient(tracking).get_run(manifest["mlflow_run_id"])
+    assert run.data.params["agent"] == "human" and run.data.params["graph_source"] == "ltgwiki"
+    assert run.data.metrics["rows_unmatched"] == 1 and run.data.metrics["games"] == 15
+    left = mlflow.artifacts.load_text(f"runs:/{run.info.run_id}/rejected.tsv")
+    assert "No such page in Latgalian" in left and "success_without_steps" in left
+
+
+def test_report_from_real_runs(spark, experiment, tracking, capsys):
+    out = str(experiment["tmp"] / "report")
+    capsys.readouterr()
+    assert report_job.main(["--experiment", EXPERIMENT, "--output", out]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert (
+        line.startswith(f"report: wrote {out} (report.md, report.html, ") and f"3 runs, {2 * GAMES + 15} games" in line
+    )
+
+    for name in ("report.md", "report.html", "report.json", "manifest.json"):
+        assert os.path.getsize(os.path.join(out, name)) > 0
+    figures = sorted(os.listdir(os.path.join(out, "figures")))
+    assert all(name.endswith(".png") for name in figures), figures
+    for required in ("fig2a_success_by_agent", "fig2b_success_vs_parameters", "fig3d_mean_steps"):
+        assert f"{required}.png" in figures
+    assert {"fig4_success_across_graphs.png", "fig15_outcomes.png", "fig3_steps_human_ltgwiki.png"} <= set(figures)
+    for name in figures:
+        with open(os.path.join(out, "figures", name), "rb") as f:
+            data = f.read()
+        assert data.startswith(PNG_SIGNATURE) and len(data) > 5000, name
+
+    # Table 4 from the plays themselves: p and √(p(1−p)/n)
+    success = pd.read_csv(os.path.join(out, "tables", "table4_success.csv")).set_index("label")
+    labels = {"random": "random", "embedding": "embedding: all-MiniLM-L6-v2", "human": "human"}
+    for agent, directory in experiment["outputs"].items():
+        plays = read_plays(spark, directory)
+        p = (plays.outcome == "success").mean()
+        row = success.loc[labels[agent]]
+        assert row["games"] == len(plays) and row["graph"] == "ltgwiki"
+        assert row["success_rate"] == pytest.approx(p)
+        assert row["success_rate_sd"] == pytest.approx((p * (1 - p) / len(plays)) ** 0.5)
+
+    fits = pd.read_csv(os.path.join(out, "tables", "fits.csv"))
+    human = fits[fits.agent == "human"].set_index("variant")
+    assert set(human.index) == {"step_limit", "human_cutoff (truncated, > 10 unknown)"}
+    human_plays = read_plays(spark, experiment["outputs"]["human"])
+    assert human.loc["step_limit", "fitted"] == (human_plays.outcome == "success").sum()
+
+    md = open(os.path.join(out, "report.md"), encoding="utf-8").read()
+    html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
+    for text in ("Table 4", "Table 5", "Appendix J", "embedding: all-MiniLM-L6-v2", "(figures/fig15_outcomes.png)"):
+        assert text in md
+    assert html.count("data:image/png;base64,") == len(figures) and "<table>" in html
+
+    summary = json.load(open(os.path.join(out, "report.json"), encoding="utf-8"))
+    client = MlflowClient(tracking)
+    run = client.get_run(summary["mlflow_run_id"])
+    assert run.info.run_name == "report" and run.data.tags["wikigame.kind"] == "report"
+    assert run.info.experiment_id == mlflow.get_experiment_by_name(EXPERIMENT).experiment_id
+    arts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"report.md", "report.html", "figures", "tables"} <= arts
+    assert len(client.list_artifacts(run.info.run_id, "figures")) == len(figures)
+    assert run.data.metrics["success_rate.human.ltgwiki"] == pytest.approx(success.loc["human", "success_rate"])
+    # the report run is not a play run: a second report reads the same three runs
+    assert report_job.main(["--experiment", EXPERIMENT, "--output", out]) == 0
+    assert f"3 runs, {2 * GAMES + 15} games" in capsys.readouterr().out
+
+
+def test_report_reads_the_plays_artifact_when_the_folder_is_gone(spark, experiment, tracking, capsys):
+    client = MlflowClient(tracking)
+    exp = mlflow.get_experiment_by_name(EXPERIMENT).experiment_id
+    ids = {r.info.run_name: r.info.run_id for r in client.search_runs([exp]) if "agent" in r.data.params}
+    moved = experiment["outputs"]["random"]
+    shutil.move(moved, moved + ".moved")
+    try:
+        out = str(experiment["tmp"] / "report-runs")
+        argv = ["--experiment", EXPERIMENT, "--runs", ids["random"], ids["embedding"], "--output", out]
+        assert report_job.main(argv) == 0
+    finally:
+        shutil.move(moved + ".moved", moved)
+    runs = pd.read_csv(os.path.join(out, "tables", "runs.csv")).set_index("run_name")
+    assert list(runs.index) == ["embedding", "random"]
+    assert runs.loc["random", "plays"] == f"runs:/{ids['random']}/plays.parquet"
+    assert runs.loc["embedding", "plays"] == experiment["outputs"]["embedding"] and runs["games"].tolist() == [16, 16]
+
+    with pytest.raises(ValueError, match="not a play run"):
+        report_job.main(["--experiment", EXPERIMENT, "--runs", json.load(open(f"{out}/report.json"))["mlflow_run_id"]])
+    with pytest.raises(io.OutputExistsError, match="not a report"):
+        report_job.main(["--experiment", EXPERIMENT, "--output", str(experiment["tmp"] / "games")])
+    with pytest.raises(ValueError, match="experiment 'nope' not found"):
+        report_job.main(["--experiment", "nope", "--output", str(experiment["tmp"] / "r3")])

@@ -1,0 +1,114 @@
+"""Tables 4 and 5 and the outcome breakdowns: Spark aggregation vs the per-row formulas."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from wikigame_spark.evaluation import metrics, tables
+from wikigame_spark.schemas import PLAYS
+
+
+def plays_rows(label, graph, run_id, outcomes, steps, optimal, max_steps=100):
+    return [
+        {
+            "game_id": i,
+            "agent": label.split(":")[0],
+            "model": None,
+            "outcome": o,
+            "steps": s,
+            "optimal_steps": d,
+            "route": [0],
+            "source": 0,
+            "target": 1,
+            "queries": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "seconds": 0.0,
+            "detail": None,
+            "label": label,
+            "graph": graph,
+            "run_id": run_id,
+            "max_steps": max_steps,
+        }
+        for i, (o, s, d) in enumerate(zip(outcomes, steps, optimal))
+    ]
+
+
+@pytest.fixture(scope="module")
+def labelled(spark):
+    rng = np.random.default_rng(0)
+    rows = []
+    groups = [("a", "g1", "r1", 40, 0.6), ("a", "g2", "r2", 25, 0.2), ("b", "g1", "r3", 30, 0.5)]
+    for label, graph, run, n, p_win in groups:
+        won = rng.random(n) < p_win
+        optimal = rng.integers(2, 6, n)
+        steps = optimal + rng.integers(0, 12, n)
+        outcomes = np.where(won, "success", rng.choice(["dead_end", "step_limit", "hallucination"], n))
+        rows += plays_rows(label, graph, run, outcomes.tolist(), steps.tolist(), optimal.tolist())
+    extra = [("label", StringType()), ("graph", StringType()), ("run_id", StringType()), ("max_steps", IntegerType())]
+    schema = StructType(PLAYS.fields + [StructField(name, kind) for name, kind in extra])
+    df = spark.createDataFrame(pd.DataFrame(rows), schema)
+    return df, pd.DataFrame(rows)
+
+
+def test_success_rate_and_its_error_follow_the_formula(labelled):
+    df, pdf = labelled
+    agg = tables.aggregate(df)
+    success = tables.success_table(agg.groups)
+    assert len(success) == 3
+    for _, r in success.iterrows():
+        rows = pdf[(pdf.label == r.label) & (pdf.graph == r.graph)]
+        n, k = len(rows), int((rows.outcome == "success").sum())
+        p = k / n
+        assert r.games == n and r.successes == k
+        assert r.success_rate == pytest.approx(p)
+        assert r.success_rate_sd == pytest.approx(math.sqrt(p * (1 - p) / n))
+        assert (r.success_rate, r.success_rate_sd) == pytest.approx(metrics.success_rate(rows.outcome))
+
+
+def test_steps_and_outcomes_match_the_metrics_module(labelled):
+    df, pdf = labelled
+    agg = tables.aggregate(df)
+    steps = tables.steps_table(agg.groups)
+    outcomes = tables.outcome_table(agg.outcomes)
+    for (label, graph), rows in pdf.groupby(["label", "graph"]):
+        mean, se = metrics.mean_with_se(metrics.steps_above_optimal(rows))
+        r = steps[(steps.label == label) & (steps.graph == graph)].iloc[0]
+        assert r.steps_above_optimal_mean == pytest.approx(mean)
+        assert r.steps_above_optimal_se == pytest.approx(se)
+        got = outcomes[(outcomes.label == label) & (outcomes.graph == graph)].set_index("outcome")["fraction"]
+        assert got.to_dict() == pytest.approx(metrics.outcome_fractions(rows.outcome))
+    # the extra-steps counts hold every successful game with its limit max_steps − optimal
+    won = pdf[pdf.outcome == "success"]
+    assert agg.extra["games"].sum() == len(won)
+    assert set(agg.extra["limit"]) <= set((100 - won.optimal_steps).astype(float))
+    assert agg.per_run.set_index("run_id")["games"].to_dict() == {"r1": 40, "r2": 25, "r3": 30}
+
+
+def test_wide_tables_and_ordering(labelled):
+    df, _ = labelled
+    agg = tables.aggregate(df)
+    success = tables.success_table(agg.groups)
+    labels, graphs = tables.label_order(success), tables.graph_order(success)
+    assert graphs == ["g1", "g2"]
+    wide = tables.wide(success, "success_rate", "success_rate_sd", labels, graphs)
+    assert list(wide.columns) == ["agent", "g1", "g2"] and list(wide["agent"]) == labels
+    cell = wide.set_index("agent").loc["b", "g2"]
+    assert cell == ""  # b did not play g2
+    r = success[(success.label == "a") & (success.graph == "g1")].iloc[0]
+    assert wide.set_index("agent").loc["a", "g1"] == f"{r.success_rate:.2f} ± {r.success_rate_sd:.2f}"
+    ow = tables.outcome_wide(tables.outcome_table(agg.outcomes), labels, graphs)
+    assert list(ow.columns[:3]) == ["label", "graph", "success"]
+    assert ow.drop(columns=["label", "graph"]).sum(axis=1).to_numpy() == pytest.approx(1.0)
+    assert tables.format_pm(float("nan"), 0.1) == "–" and tables.format_pm(0.5, float("nan")) == "0.50"
+
+
+def test_aggregate_names_missing_columns(spark, labelled):
+    df, _ = labelled
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['label'\]"):
+        tables.aggregate(df.drop("label"))
+    assert df.filter(F.col("label") == "a").count() == 65

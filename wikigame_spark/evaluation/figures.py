@@ -1,0 +1,253 @@
+"""The paper's figures as PNG bytes, from the report's small tables.
+
+Fig 2A success rate by agent with error bars; Fig 2B success rate against model size, for the
+models whose parameter count is known; Fig 3A–C histograms of steps above optimal with the
+fitted negative binomials; Fig 3D mean steps above optimal by agent; Fig 4 success rate across
+graphs; Fig 15 outcome stacks. Figures are drawn on matplotlib's Agg canvas directly (no pyplot
+state), so they work the same in a job, on an executor-less driver, or in a notebook.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from wikigame_spark.evaluation.fits import StepFits, expected_fractions
+from wikigame_spark.evaluation.tables import EXTRA, GAMES, GRAPH, LABEL, LIMIT
+
+DPI = 120
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# Parameter counts of models whose names do not say their size (sentence-transformers and GloVe
+# models of the paper, and OpenAI's open-weight models by their rounded name). Names that carry
+# a size ("llama3.1:8b", "Llama-3.1-405B", "gemma-3-270m-it") are read by :func:`model_parameters`.
+KNOWN_PARAMETERS = {
+    "all-minilm-l6-v2": 22.7e6,
+    "all-minilm-l12-v2": 33.4e6,
+    "paraphrase-albert-small-v2": 11.7e6,
+    "all-distilroberta-v1": 82.1e6,
+    "all-mpnet-base-v2": 109e6,
+    "all-roberta-large-v1": 355e6,
+    "multilingual-e5-small": 118e6,
+    "multilingual-e5-base": 278e6,
+    "multilingual-e5-large": 560e6,
+    "e5-small-v2": 33.4e6,
+    "e5-large-v2": 335e6,
+    "average_word_embeddings_glove.6b.300d": 120e6,
+    "gpt-oss-20b": 21e9,
+    "gpt-oss-120b": 117e9,
+}
+_SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z0-9])", re.I)
+
+
+def model_parameters(model: str | None) -> float | None:
+    """Parameter count of a model, from :data:`KNOWN_PARAMETERS` or a size in its name."""
+    if not model:
+        return None
+    name = model.rstrip("/").rsplit("/", 1)[-1].lower()
+    name = re.sub(r"\.(gguf|bin|safetensors)$", "", name)
+    if name in KNOWN_PARAMETERS:
+        return KNOWN_PARAMETERS[name]
+    found = _SIZE.findall(name)
+    if not found:
+        return None
+    number, unit = found[-1]
+    return float(number) * (1e9 if unit.lower() == "b" else 1e6)
+
+
+def is_png(data: bytes) -> bool:
+    return len(data) > len(PNG_SIGNATURE) and data.startswith(PNG_SIGNATURE)
+
+
+def _png(fig: Figure) -> bytes:
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _row_name(label: str, graph: str, graphs: list[str]) -> str:
+    return label if len(graphs) == 1 else f"{label} · {graph}"
+
+
+def _rows(long: pd.DataFrame, labels: list[str], graphs: list[str]) -> pd.DataFrame:
+    """Rows in agent order, then graph order."""
+    key = {(a, g): i for i, (a, g) in enumerate((a, g) for a in labels for g in graphs)}
+    order = long.apply(lambda r: key.get((r[LABEL], r[GRAPH]), len(key)), axis=1)
+    return long.assign(_order=order).sort_values("_order").drop(columns="_order")
+
+
+def success_by_agent(success: pd.DataFrame, labels: list[str], graphs: list[str]) -> bytes:
+    """Fig 2A: success rate of each agent (on each graph) with ± one standard deviation."""
+    rows = _rows(success, labels, graphs)
+    names = [_row_name(r[LABEL], r[GRAPH], graphs) for _, r in rows.iterrows()]
+    fig = Figure(figsize=(7.5, 1.2 + 0.42 * len(rows)))
+    ax = fig.add_subplot()
+    y = np.arange(len(rows))[::-1]
+    ax.barh(y, rows["success_rate"], xerr=rows["success_rate_sd"].fillna(0), color="tab:blue", capsize=3)
+    for yi, (_, r) in zip(y, rows.iterrows()):
+        right = r["success_rate"] + (0 if pd.isna(r["success_rate_sd"]) else r["success_rate_sd"])
+        ax.text(min(right + 0.02, 0.86), yi, f"{r['success_rate']:.2f} (n={r[GAMES]})", va="center")
+    ax.set_yticks(y, names)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("Success rate (± one standard deviation)")
+    ax.set_title("Fig 2A · Success rate by agent" + (f" — {graphs[0]}" if len(graphs) == 1 else ""))
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def success_vs_parameters(success: pd.DataFrame, models: dict[str, str | None]) -> bytes | None:
+    """Fig 2B: success rate against the model's parameter count (log scale); None when no
+    agent's model size is known."""
+    rows = success.assign(parameters=success[LABEL].map(lambda lab: model_parameters(models.get(lab))))
+    rows = rows.dropna(subset=["parameters"])
+    if rows.empty:
+        return None
+    fig = Figure(figsize=(7.5, 4.8))
+    ax = fig.add_subplot()
+    for i, (graph, g) in enumerate(rows.groupby(GRAPH, sort=True)):
+        ax.errorbar(
+            g["parameters"],
+            g["success_rate"],
+            yerr=g["success_rate_sd"].fillna(0),
+            fmt="o",
+            capsize=3,
+            color=f"C{i % 10}",
+            label=graph,
+        )
+        for _, r in g.iterrows():
+            ax.annotate(r[LABEL], (r["parameters"], r["success_rate"]), xytext=(5, 5), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("Model parameters (log scale)")
+    ax.set_ylabel("Success rate (± one standard deviation)")
+    ax.set_title("Fig 2B · Success rate against model size")
+    ax.grid(alpha=0.3)
+    ax.legend(title="graph")
+    return _png(fig)
+
+
+def _fit_label(name: str, fit, fixed: bool) -> str:
+    if not math.isfinite(fit.p):
+        return f"{name}: {fit.note or 'no fit'}"
+    pm = lambda v, e: f"{v:.3g}" if not math.isfinite(e) else f"{v:.3g} ± {e:.2g}"  # noqa: E731
+    n_text = "" if fixed else f"n = {pm(fit.n, fit.n_se)}, "
+    return f"{name}: {n_text}p = {pm(fit.p, fit.p_se)}, NLL = {fit.nll:.2f}"
+
+
+def steps_histogram(label: str, graph: str, counts: pd.DataFrame, fit: StepFits) -> bytes:
+    """Fig 3A–C: the steps above optimal of one agent's successful games, and the counts the
+    fits expect (each game's distribution truncated at its own limit, or at the human cutoff)."""
+    x = counts[EXTRA].to_numpy(int)
+    w = counts[GAMES].to_numpy(float)
+    top = int(x.max()) if x.size else 0
+    xs = np.arange(top + 1)
+    observed = np.bincount(x, weights=w, minlength=top + 1) if x.size else np.zeros(1)
+    fig = Figure(figsize=(8, 4.8))
+    ax = fig.add_subplot()
+    if fit.cutoff is not None:
+        seen = xs <= fit.cutoff
+        ax.bar(xs[seen], observed[seen], color="skyblue", label="successful games")
+        ax.bar(xs[~seen], observed[~seen], color="lightgrey", label=f"> {fit.cutoff} above optimal: unknown in fit")
+        ax.axvline(fit.cutoff + 0.5, color="grey", linestyle=":")
+        limit, weights, total = float(fit.cutoff), None, float(observed[seen].sum())
+    else:
+        ax.bar(xs, observed, color="skyblue", label="successful games")
+        limit, weights, total = counts[LIMIT].to_numpy(float), w, float(w.sum())
+    for name, f, style in (("n free", fit.free, "k--"), ("n = 1 (geometric)", fit.geometric, "C1-.")):
+        text = _fit_label(name, f, f.fixed_n)
+        if math.isfinite(f.p):
+            ax.plot(xs, total * expected_fractions(f, xs, limit, weights), style, marker=".", label=text)
+        else:
+            ax.plot([], [], style, label=text)
+    lrt = fit.lrt
+    lrt_text = f"LRT 2ΔNLL = {lrt.statistic:.2f}, p = {lrt.p_value:.2g}" if math.isfinite(lrt.statistic) else ""
+    ax.set_xlabel("Steps above optimal")
+    ax.set_ylabel("Games")
+    ax.set_xlim(-0.7, top + 0.7)
+    ax.set_title(f"Fig 3 · {label} — {graph}: {fit.successes} successful games\n{lrt_text}".strip())
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def mean_steps(steps: pd.DataFrame, labels: list[str], graphs: list[str]) -> bytes:
+    """Fig 3D: mean steps above optimal of the successful games ± standard error."""
+    rows = _rows(steps, labels, graphs)
+    names = [_row_name(r[LABEL], r[GRAPH], graphs) for _, r in rows.iterrows()]
+    fig = Figure(figsize=(7.5, 1.2 + 0.42 * len(rows)))
+    ax = fig.add_subplot()
+    y = np.arange(len(rows))[::-1]
+    means = rows["steps_above_optimal_mean"].fillna(0)
+    tops = means + rows["steps_above_optimal_se"].fillna(0)
+    limit = max(float(tops.max()) * 1.45, 1.0)
+    ax.barh(y, means, xerr=rows["steps_above_optimal_se"].fillna(0), color="tab:green", capsize=3)
+    for yi, (_, r) in zip(y, rows.iterrows()):
+        m, se = r["steps_above_optimal_mean"], r["steps_above_optimal_se"]
+        text = "no successes" if not math.isfinite(m) else f"{m:.1f} ({r['successes']} games)"
+        right = (0 if not math.isfinite(m) else m) + (0 if not math.isfinite(se) else se)
+        ax.text(right + 0.02 * limit, yi, text, va="center")
+    ax.set_yticks(y, names)
+    ax.set_xlim(0, limit)
+    ax.set_xlabel("Mean steps above optimal, successful games (± standard error)")
+    ax.set_title("Fig 3D · Steps above optimal by agent")
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def success_across_graphs(success: pd.DataFrame, labels: list[str], graphs: list[str]) -> bytes:
+    """Fig 4: success rate of each agent on each graph, grouped by graph."""
+    fig = Figure(figsize=(max(6.0, 1.5 + 1.1 * len(graphs) * max(1, len(labels)) ** 0.5), 4.8))
+    ax = fig.add_subplot()
+    width = 0.8 / max(len(labels), 1)
+    cells = success.set_index([LABEL, GRAPH])
+    for i, label in enumerate(labels):
+        xs, ys, es = [], [], []
+        for j, graph in enumerate(graphs):
+            if (label, graph) in cells.index:
+                r = cells.loc[(label, graph)]
+                xs.append(j - 0.4 + width * (i + 0.5))
+                ys.append(r["success_rate"])
+                es.append(0 if pd.isna(r["success_rate_sd"]) else r["success_rate_sd"])
+        ax.bar(xs, ys, width=width, yerr=es, capsize=2, label=label, color=f"C{i % 10}")
+    ax.set_xticks(range(len(graphs)), graphs)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("Success rate (± one standard deviation)")
+    ax.set_xlabel("Graph")
+    ax.set_title("Fig 4 · Success rate across graphs")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(title="agent", fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
+    return _png(fig)
+
+
+_OUTCOME_COLOURS = ("tab:orange", "tab:red", "tab:purple", "tab:brown", "tab:gray", "tab:pink", "tab:olive", "tab:cyan")
+
+
+def outcome_stacks(outcomes: pd.DataFrame, graphs: list[str]) -> bytes:
+    """Fig 15: how each agent's games ended, as stacked fractions (a wide outcome table)."""
+    columns = [c for c in outcomes.columns if c not in (LABEL, GRAPH)]
+    names = [_row_name(r[LABEL], r[GRAPH], graphs) for _, r in outcomes.iterrows()]
+    fig = Figure(figsize=(8.5, 1.4 + 0.42 * len(outcomes)))
+    ax = fig.add_subplot()
+    y = np.arange(len(outcomes))[::-1]
+    left = np.zeros(len(outcomes))
+    for i, outcome in enumerate(columns):
+        values = outcomes[outcome].fillna(0).to_numpy(float)
+        color = "tab:green" if outcome == "success" else _OUTCOME_COLOURS[i % len(_OUTCOME_COLOURS)]
+        ax.barh(y, values, left=left, color=color, label=outcome.replace("_", " "))
+        for yi, lo, v in zip(y, left, values):
+            if v >= 0.06:
+                ax.text(lo + v / 2, yi, f"{v:.0%}", ha="center", va="center", fontsize=8, color="white")
+        left += values
+    ax.set_yticks(y, names)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("Fraction of games")
+    ax.set_title("Fig 15 · How games ended")
+    ax.legend(title="outcome", fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
+    return _png(fig)

@@ -1,0 +1,150 @@
+"""The paper's tables from plays: Spark reduces the plays to small per-group counts, pandas
+turns them into Table 4 (success rate ± one standard deviation), Table 5 (mean steps above
+optimal ± standard error) and the outcome breakdowns of Figures 15–17.
+
+A group is one agent (``label``) on one graph (``graph``); the report labels every play with
+the run it came from before it gets here. The formulas are those of
+:mod:`wikigame_spark.evaluation.metrics`, applied to counts instead of rows, so a plays table of
+any size costs three small aggregations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from wikigame_spark.evaluation.metrics import SUCCESS
+from wikigame_spark.schemas import AGENT, MODEL, OUTCOME, STEPS, require_columns
+
+LABEL = "label"
+GRAPH = "graph"
+RUN_ID = "run_id"
+MAX_STEPS = "max_steps"  # the run's step limit; null when there is none (human games)
+GROUP = [LABEL, GRAPH]
+EXTRA = "extra_steps"
+LIMIT = "limit"  # the largest extra a game could succeed with: max_steps − optimal_steps
+GAMES = "games"
+SUCCESSES = "successes"
+
+# What the report adds to PLAYS rows before they get here.
+LABELLED_COLUMNS = [LABEL, GRAPH, RUN_ID, MAX_STEPS, AGENT, MODEL, OUTCOME, STEPS, "optimal_steps"]
+
+
+@dataclass
+class Aggregates:
+    """Everything the tables, fits and figures need, small enough to collect."""
+
+    groups: pd.DataFrame  # label, graph, runs, games, successes, extra_mean, extra_sd, steps_mean
+    outcomes: pd.DataFrame  # label, graph, outcome, games
+    extra: pd.DataFrame  # label, graph, extra_steps, limit (NaN = no limit), games — successes only
+    per_run: pd.DataFrame  # run_id, games
+
+
+def aggregate(plays: DataFrame) -> Aggregates:
+    """Per-group counts of labelled plays (three Spark aggregations, collected)."""
+    require_columns(plays, LABELLED_COLUMNS, "aggregate(plays)")
+    won = F.col(OUTCOME) == F.lit(SUCCESS)
+    extra = F.col(STEPS) - F.col("optimal_steps")
+    plays = plays.persist()
+    try:
+        groups = (
+            plays.groupBy(*GROUP)
+            .agg(
+                F.countDistinct(RUN_ID).alias("runs"),
+                F.count(F.lit(1)).alias(GAMES),
+                F.sum(won.cast("long")).alias(SUCCESSES),
+                F.avg(F.when(won, extra)).alias("extra_mean"),
+                F.stddev_samp(F.when(won, extra)).alias("extra_sd"),
+                F.avg(STEPS).alias("steps_mean"),
+            )
+            .toPandas()
+        )
+        outcomes = plays.groupBy(*GROUP, OUTCOME).agg(F.count(F.lit(1)).alias(GAMES)).toPandas()
+        counts = (
+            plays.filter(won)
+            .select(*GROUP, extra.alias(EXTRA), (F.col(MAX_STEPS) - F.col("optimal_steps")).alias(LIMIT))
+            .groupBy(*GROUP, EXTRA, LIMIT)
+            .agg(F.count(F.lit(1)).alias(GAMES))
+            .toPandas()
+        )
+        per_run = plays.groupBy(RUN_ID).agg(F.count(F.lit(1)).alias(GAMES)).toPandas()
+    finally:
+        plays.unpersist()
+    counts[LIMIT] = counts[LIMIT].astype(float)
+    return Aggregates(
+        groups.sort_values(GROUP, ignore_index=True),
+        outcomes.sort_values([*GROUP, OUTCOME], ignore_index=True),
+        counts.sort_values([*GROUP, EXTRA, LIMIT], ignore_index=True),
+        per_run.sort_values(RUN_ID, ignore_index=True),
+    )
+
+
+def success_table(groups: pd.DataFrame) -> pd.DataFrame:
+    """Table 4, long form: success rate p ± √(p(1−p)/n) per agent and graph."""
+    out = groups[[*GROUP, GAMES, SUCCESSES]].copy()
+    n = out[GAMES].astype(float)
+    p = out[SUCCESSES].astype(float) / n
+    out["success_rate"] = p
+    out["success_rate_sd"] = np.sqrt(p * (1 - p) / n)
+    return out
+
+
+def steps_table(groups: pd.DataFrame) -> pd.DataFrame:
+    """Table 5, long form: mean steps above optimal of the successful games ± standard error."""
+    out = groups[[*GROUP, SUCCESSES]].copy()
+    out["steps_above_optimal_mean"] = groups["extra_mean"].astype(float)
+    k = out[SUCCESSES].astype(float)
+    se = groups["extra_sd"].astype(float) / np.sqrt(k)
+    out["steps_above_optimal_se"] = se.where(k > 1)
+    return out
+
+
+def outcome_table(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Figures 15–17, long form: the fraction of each group's games ending with each outcome."""
+    out = outcomes.copy()
+    totals = out.groupby(GROUP)[GAMES].transform("sum")
+    out["fraction"] = out[GAMES] / totals
+    return out
+
+
+def label_order(success: pd.DataFrame) -> list[str]:
+    """Agents from the most to the least successful (mean over the graphs they played)."""
+    means = success.groupby(LABEL)["success_rate"].mean().sort_values(ascending=False, kind="stable")
+    return list(means.index)
+
+
+def graph_order(success: pd.DataFrame) -> list[str]:
+    """Graphs with the most games first."""
+    return list(success.groupby(GRAPH)[GAMES].sum().sort_values(ascending=False, kind="stable").index)
+
+
+def format_pm(value: float, error: float, digits: int = 2) -> str:
+    """``0.53 ± 0.05``; ``–`` for no value, no ``±`` for an unknown error."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if error is None or (isinstance(error, float) and math.isnan(error)):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} ± {error:.{digits}f}"
+
+
+def wide(long: pd.DataFrame, value: str, error: str, labels: list[str], graphs: list[str], digits: int = 2):
+    """Agents as rows, graphs as columns, cells ``value ± error`` (the paper's table layout)."""
+    cells = {(r[LABEL], r[GRAPH]): format_pm(r[value], r[error], digits) for _, r in long.iterrows()}
+    rows = [{"agent": label, **{g: cells.get((label, g), "") for g in graphs}} for label in labels]
+    return pd.DataFrame(rows, columns=["agent", *graphs])
+
+
+def outcome_wide(outcomes: pd.DataFrame, labels: list[str], graphs: list[str]) -> pd.DataFrame:
+    """One row per agent and graph, one column per outcome, cells the fraction of games."""
+    table = outcomes.pivot_table(index=GROUP, columns=OUTCOME, values="fraction", fill_value=0.0)
+    ordered = [SUCCESS] + sorted(c for c in table.columns if c != SUCCESS)
+    table = table.reindex(columns=[c for c in ordered if c in table.columns])
+    keys = [(label, g) for label in labels for g in graphs if (label, g) in table.index]
+    table = table.reindex(pd.MultiIndex.from_tuples(keys, names=GROUP)).reset_index()
+    table.columns.name = None
+    return table

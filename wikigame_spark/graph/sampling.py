@@ -1,0 +1,249 @@
+"""Reproducible games: uniformly random reachable (source, target) pairs with exact optimal lengths.
+
+Draw ``i`` of seed ``S`` is a pure function of ``(S, i)``: two 64-bit SplitMix hashes pick a source
+rank among all nodes and a target rank among the eligible targets (nodes in id order). Nothing
+depends on partitioning or on how many draws are resolved at once, so the same graph, seed and
+options give the same games on any number of cores or executors, with either distance method.
+
+Draws are resolved in order and a draw becomes a game when its source differs from its target,
+the target is reachable, and (when stratified) its band still has room. Games are numbered in
+draw order; ``draws`` is the number of draws up to and including the one that completed the set,
+and every other draw in that range is counted under the reason it was discarded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from wikigame_spark.config import SampleGamesConfig
+from wikigame_spark.graph.csr import UNREACHABLE_REASONS
+from wikigame_spark.graph.distances import PairDistances, pair_distances
+from wikigame_spark.schemas import DST, GAMES, ID, LANGUAGE, NODES, SRC, require_columns
+
+log = logging.getLogger(__name__)
+
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+SAME_NODE = "same_node"
+OUTSIDE_STRATA = "outside_strata"
+STRATUM_FULL = "stratum_full"
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function on uint64 values (wrapping arithmetic)."""
+    z = np.asarray(x, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = z + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _uniform_below(h: np.ndarray, n: int) -> np.ndarray:
+    """Map uint64 hashes to 0…n−1 through a 53-bit fraction (bias below n / 2**53)."""
+    u = (h >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    return np.minimum((u * n).astype(np.int64), n - 1)
+
+
+def draw_ranks(seed: int, start: int, count: int, n_sources: int, n_targets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Source and target ranks of draws ``start … start+count−1`` of ``seed``."""
+    if n_sources <= 0 or n_targets <= 0:
+        raise ValueError(f"cannot draw pairs from {n_sources} sources and {n_targets} targets")
+    index = np.arange(start, start + count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        base = splitmix64(np.uint64(seed)) ^ (index * np.uint64(2) * _GOLDEN)
+    src = splitmix64(base)
+    tgt = splitmix64(base ^ np.uint64(0xD1B54A32D192ED03))
+    return _uniform_below(src, n_sources), _uniform_below(tgt, n_targets)
+
+
+@dataclass
+class Draws:
+    """Resolved draws ``0 … len−1``: node ids and distance codes (``SAME_NODE_CODE`` for s = t)."""
+
+    source: np.ndarray
+    target: np.ndarray
+    distance: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.source.size)
+
+
+SAME_NODE_CODE = -100
+
+
+def resolve_draws(oracle: PairDistances, seed: int, start: int, count: int) -> Draws:
+    """Node ids and exact distances (or why not) for draws ``start … start+count−1``."""
+    s_rank, t_rank = draw_ranks(seed, start, count, oracle.num_nodes, oracle.num_targets)
+    source = oracle.node_ids(s_rank)
+    target = oracle.target_ids(t_rank)
+    distance = np.full(count, SAME_NODE_CODE, dtype=np.int32)
+    differ = source != target
+    distance[differ] = oracle.distances(source[differ], target[differ])
+    return Draws(source, target, distance)
+
+
+def _concat(parts: list[Draws]) -> Draws:
+    return Draws(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("source", "target", "distance")))
+
+
+def eligible_targets(nodes: DataFrame, target_language: str = "", targets_where: str = "") -> DataFrame:
+    """The nodes that may be targets: optionally of one language, optionally matching a SQL filter."""
+    targets = nodes
+    if target_language:
+        if LANGUAGE not in nodes.columns:
+            raise ValueError(
+                f"--target-language {target_language}: the nodes table has no {LANGUAGE!r} column "
+                f"(columns: {nodes.columns}); it exists in OpenAlex graphs, not Wikipedia ones"
+            )
+        targets = targets.filter(F.col(LANGUAGE) == target_language)
+    if targets_where:
+        try:
+            targets = targets.filter(F.expr(targets_where))
+            targets.schema  # noqa: B018 - analysis happens here; a bad column fails now, not later
+        except Exception as e:  # AnalysisException / ParseException: name the flag, keep the cause
+            raise ValueError(
+                f"--targets-where {targets_where!r} is not a valid filter on node columns {nodes.columns}: "
+                f"{str(e).splitlines()[0]}"
+            ) from e
+    return targets.select(ID)
+
+
+@dataclass
+class SampledGames:
+    """The games table, the counts for its manifest, and where the time went (seconds)."""
+
+    games: DataFrame
+    counts: dict
+    timings: dict
+
+
+def accept(distance: np.ndarray, games: int, strata: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, dict]:
+    """Which draws become games, in draw order, and why the others were discarded.
+
+    Returns the indices of the accepted draws (at most ``games``) and per-reason discard counts
+    over the draws up to the last accepted one (all draws if the set is incomplete).
+    """
+    reachable = distance > 0
+    if not strata:
+        accepted = np.flatnonzero(reachable)[:games]
+        band = np.zeros(distance.size, dtype=np.int64)
+        quotas = [games]
+    else:
+        lows = np.array([lo for lo, _ in strata])
+        highs = np.array([hi for _, hi in strata])
+        pos = np.searchsorted(lows, distance, side="right") - 1
+        band = np.where((pos >= 0) & (distance <= highs[np.maximum(pos, 0)]) & reachable, pos, -1)
+        quotas = [games // len(strata) + (1 if i < games % len(strata) else 0) for i in range(len(strata))]
+        accepted = np.sort(np.concatenate([np.flatnonzero(band == b)[: quotas[b]] for b in range(len(strata))]))
+    complete = accepted.size == games
+    draws = int(accepted[-1]) + 1 if complete else int(distance.size)
+    d = distance[:draws]
+    by = {SAME_NODE: int(np.sum(d == SAME_NODE_CODE))}
+    by.update({name: int(np.sum(d == code)) for code, name in UNREACHABLE_REASONS.items()})
+    if strata:
+        by[OUTSIDE_STRATA] = int(np.sum((d > 0) & (band[:draws] < 0)))
+        by[STRATUM_FULL] = int(np.sum(band[:draws] >= 0)) - int(accepted.size)
+    counts = {
+        "draws": draws,
+        "games": int(accepted.size),
+        "discarded": draws - int(accepted.size),
+        "unreachable": sum(by[name] for name in UNREACHABLE_REASONS.values()),
+        "discarded_by": by,
+        "band_quotas": quotas,
+        "band_games": [int(np.sum(band[accepted] == b)) for b in range(len(quotas))],
+    }
+    return accepted, counts
+
+
+def _next_chunk(done: int, distance: np.ndarray, games: int, strata, limit: int) -> int:
+    """How many more draws to resolve: enough, at the rate seen so far, to finish (plus margin)."""
+    _, counts = accept(distance, games, strata)
+    need = np.array(counts["band_quotas"]) - np.array(counts["band_games"])
+    if done == 0:
+        guess = int(games * 1.25) + 64
+    else:
+        if strata:
+            lows = np.array([lo for lo, _ in strata])
+            highs = np.array([hi for _, hi in strata])
+            hits = np.array([np.sum((distance >= lo) & (distance <= hi)) for lo, hi in zip(lows, highs)])
+        else:
+            hits = np.array([np.sum(distance > 0)])
+        rate = np.maximum(hits, 1) / done
+        guess = int(np.max(need / rate) * 1.2) + 64
+        guess = max(guess, done // 2) if np.any(hits == 0) else guess
+    return int(min(max(guess, 64), limit - done))
+
+
+def sample_games(nodes: DataFrame, edges: DataFrame, cfg: SampleGamesConfig) -> SampledGames:
+    """``cfg.games`` games on the graph ``nodes``/``edges`` (see the module doc for the rules)."""
+    require_columns(nodes, NODES, "sample_games(nodes)")
+    require_columns(edges, [SRC, DST], "sample_games(edges)")
+    started = time.perf_counter()
+    targets = eligible_targets(nodes, cfg.target_language, cfg.targets_where)
+    oracle = pair_distances(
+        nodes,
+        edges,
+        targets if (cfg.target_language or cfg.targets_where) else None,
+        cfg.method,
+        cfg.local_max_edges,
+        cfg.bfs_batch_pairs,
+    )
+    if oracle.num_targets == 0:
+        raise ValueError("no node passes the target filters (--target-language / --targets-where)")
+    if oracle.num_nodes < 2:
+        raise ValueError(f"the graph has {oracle.num_nodes} node(s); a game needs two")
+    prepared = time.perf_counter()
+    strata = cfg.strata()
+    limit = cfg.draw_limit()
+    parts: list[Draws] = []
+    done = 0
+    while True:
+        distance = _concat(parts).distance if parts else np.empty(0, np.int32)
+        accepted, counts = accept(distance, cfg.games, strata)
+        if counts["games"] == cfg.games:
+            break
+        if done >= limit:
+            bands = "".join(
+                f"; band {lo}-{hi} has {got} of {want}"
+                for (lo, hi), got, want in zip(strata, counts["band_games"], counts["band_quotas"])
+            )
+            raise ValueError(
+                f"only {counts['games']} of {cfg.games} games after {done} draws (max_draws){bands}: the graph "
+                "has too few reachable pairs of that kind; lower --games, change --stratify or raise --max-draws"
+            )
+        chunk = _next_chunk(done, distance, cfg.games, strata, limit)
+        parts.append(resolve_draws(oracle, cfg.seed, done, chunk))
+        done += chunk
+        log.info("sample_games: %d draws resolved, %d of %d games", done, counts["games"], cfg.games)
+    searched = time.perf_counter()
+    draws = _concat(parts)
+    table = pd.DataFrame(
+        {
+            "game_id": np.arange(accepted.size, dtype=np.int64),
+            "source": draws.source[accepted].astype(np.int64),
+            "target": draws.target[accepted].astype(np.int64),
+            "optimal_steps": draws.distance[accepted].astype(np.int32),
+        }
+    )
+    games = nodes.sparkSession.createDataFrame(table, GAMES).coalesce(1)
+    steps, freq = np.unique(table["optimal_steps"], return_counts=True)
+    counts.update(
+        {
+            "method": oracle.method,
+            "resolved_draws": done,
+            "eligible_targets": oracle.num_targets,
+            "nodes": oracle.num_nodes,
+            "strata": [f"{lo}-{hi}" for lo, hi in strata],
+            "optimal_steps": {int(k): int(v) for k, v in zip(steps, freq)},
+        }
+    )
+    timings = {"prepare": prepared - started, "search": searched - prepared}
+    return SampledGames(games=games, counts=counts, timings=timings)

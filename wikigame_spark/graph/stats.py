@@ -1,0 +1,127 @@
+"""The paper's graph statistics: its Table 1 row and Figure 1B (reachability within k steps).
+
+Table 1: nodes, edges, % disconnected (no links in or out), % unreachable (links out, none in),
+% dead ends (links in, none out), mean edges per node and per connected node (one that has any
+link), mean title length in characters. Figure 1B: for seeded random ordered pairs of distinct
+nodes, the fraction whose target is reachable from the source within k steps, k = 0…max.
+"""
+
+from __future__ import annotations
+
+import io as _io
+import logging
+
+import numpy as np
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from wikigame_spark.config import GraphStatsConfig
+from wikigame_spark.graph import frame
+from wikigame_spark.graph.distances import PairDistances, pair_distances
+from wikigame_spark.graph.sampling import SAME_NODE_CODE, resolve_draws
+from wikigame_spark.schemas import DST, ID, SRC, TITLE, require_columns
+
+log = logging.getLogger(__name__)
+
+
+def table1(nodes: DataFrame, edges: DataFrame) -> dict:
+    """Table 1's row for one graph (percentages in %, means as floats)."""
+    require_columns(nodes, [ID, TITLE], "table1(nodes)")
+    require_columns(edges, [SRC, DST], "table1(edges)")
+    deg = frame.degrees(nodes, edges)
+    i, o = F.col(frame.IN_DEGREE), F.col(frame.OUT_DEGREE)
+    row = deg.agg(
+        F.count("*").alias("nodes"),
+        F.sum(((i == 0) & (o == 0)).cast("long")).alias("disconnected"),
+        F.sum(((i == 0) & (o > 0)).cast("long")).alias("unreachable"),
+        F.sum(((i > 0) & (o == 0)).cast("long")).alias("dead_ends"),
+        F.sum(o).alias("edges"),
+    ).first()
+    title = nodes.agg(F.avg(F.length(TITLE)).alias("t")).first()["t"]
+    n, e = int(row["nodes"]), int(row["edges"] or 0)
+    connected = n - int(row["disconnected"] or 0)
+
+    def pct(k: str) -> float:
+        return 100.0 * int(row[k] or 0) / n if n else 0.0
+
+    return {
+        "nodes": n,
+        "edges": e,
+        "disconnected_nodes": int(row["disconnected"] or 0),
+        "unreachable_nodes": int(row["unreachable"] or 0),
+        "dead_end_nodes": int(row["dead_ends"] or 0),
+        "pct_disconnected": pct("disconnected"),
+        "pct_unreachable": pct("unreachable"),
+        "pct_dead_ends": pct("dead_ends"),
+        "mean_edges_per_node": e / n if n else 0.0,
+        "mean_edges_per_connected_node": e / connected if connected else 0.0,
+        "mean_title_length": float(title or 0.0),
+    }
+
+
+def random_pair_distances(oracle: PairDistances, seed: int, pairs: int) -> np.ndarray:
+    """Distances (or negative codes) of the first ``pairs`` seeded draws with source ≠ target."""
+    if oracle.num_nodes < 2:
+        raise ValueError(f"the graph has {oracle.num_nodes} node(s); pairs need two")
+    found: list[np.ndarray] = []
+    start, have = 0, 0
+    while have < pairs:
+        count = int((pairs - have) * 1.05) + 16
+        d = resolve_draws(oracle, seed, start, count).distance
+        d = d[d != SAME_NODE_CODE]
+        found.append(d[: pairs - have])
+        have += found[-1].size
+        start += count
+    return np.concatenate(found)
+
+
+def reach_curve(distances: np.ndarray) -> dict:
+    """Figure 1B's data: fraction of pairs reachable within k steps for k = 0…max distance."""
+    distances = np.asarray(distances)
+    n = int(distances.size)
+    reached = distances[distances >= 0]
+    top = int(reached.max()) if reached.size else 0
+    hist = np.bincount(reached, minlength=top + 1) if reached.size else np.zeros(1, dtype=np.int64)
+    within = np.cumsum(hist) / n if n else np.zeros(top + 1)
+    return {
+        "pairs": n,
+        "reachable": int(reached.size),
+        "fraction_reachable": reached.size / n if n else 0.0,
+        "max_steps": top,
+        "pairs_at_steps": [int(x) for x in hist],
+        "fraction_within_steps": [float(x) for x in within],
+        "mean_steps_reachable": float(reached.mean()) if reached.size else None,
+    }
+
+
+def plot_reach(curve: dict, title: str) -> bytes:
+    """Figure 1B as PNG bytes: fraction of pairs reachable within k steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    k = np.arange(len(curve["fraction_within_steps"]))
+    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
+    ax.step(k, curve["fraction_within_steps"], where="post", marker="o", markersize=3)
+    ax.axhline(curve["fraction_reachable"], color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("steps k")
+    ax.set_ylabel("fraction of pairs reachable within k")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(0, max(1, int(k[-1])))
+    ax.set_title(f"{title} ({curve['pairs']} random pairs)", fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buf = _io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def graph_stats(nodes: DataFrame, edges: DataFrame, cfg: GraphStatsConfig) -> dict:
+    """Table 1 and Figure 1B for a graph; the oracle's method is recorded with the curve."""
+    stats = {"table1": table1(nodes, edges)}
+    oracle = pair_distances(nodes, edges, None, cfg.method, cfg.local_max_edges, cfg.bfs_batch_pairs)
+    curve = reach_curve(random_pair_distances(oracle, cfg.seed, cfg.pairs))
+    stats["reachability"] = {**curve, "seed": cfg.seed, "method": oracle.method}
+    return stats
