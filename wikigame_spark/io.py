@@ -162,3 +162,22 @@ def write_graph(spark: SparkSession, directory: str, tables: dict, manifest: dic
             write_table(df, f"{staging}/{name}", schema)
         write_json(spark, f"{staging}/{MANIFEST}", manifest)
     return {name: f"{directory.rstrip('/')}/{name}" for name in tables}
+
+
+def current_cache(spark: SparkSession, path: str, source_created: str | None) -> dict | None:
+    """The manifest of the cache at ``path`` if it was built from this build of its source."""
+    try:
+        done = read_manifest(spark, path)
+    except FileNotFoundError:
+        return None
+    if done.get("source_created") != source_created:
+        log.info("%s was built from another build of its source; rebuilding", path)
+        return None
+    return done
+
+
+def write_cache(spark: SparkSession, path: str, table: str, df: DataFrame, schema: StructType, manifest: dict) -> None:
+    """Write a cache (one table and its manifest) atomically, replacing any older one."""
+    with staged_output(spark, path, overwrite=True) as staging:
+        write_table(df, f"{staging}/{table}", schema)
+        write_json(spark, f"{staging}/{MANIFEST}", {**manifest, "code_version": code_version()})

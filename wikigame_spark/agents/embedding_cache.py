@@ -49,32 +49,21 @@ def ensure_embeddings(
 ) -> str:
     """The cache directory for these embeddings, computing it first if it is not there."""
     path = cache_path(cache_dir, model, text_col, prompt_name)
-    graph = io.read_manifest(spark, graph_dir)
-    try:
-        done = io.read_manifest(spark, path)
-        if done.get("graph_created") == graph.get("created"):
-            return path
-        log.info("%s was made for another build of %s; recomputing", path, graph_dir)
-    except FileNotFoundError:
-        pass
+    created = io.read_manifest(spark, graph_dir).get("created")
+    if io.current_cache(spark, path, created):
+        return path
     nodes = io.read_table(spark, f"{graph_dir}/nodes", NODES)
     n_parts = max(spark.sparkContext.defaultParallelism, 1)
     vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name)
-    with io.staged_output(spark, path, overwrite=True) as staging:
-        io.write_table(vectors, f"{staging}/vectors", EMBEDDINGS)
-        io.write_json(
-            spark,
-            f"{staging}/{io.MANIFEST}",
-            {
-                "kind": "embeddings",
-                "graph": graph_dir,
-                "graph_created": graph.get("created"),
-                "model": model,
-                "text": text_col,
-                "prompt_name": prompt_name,
-                "code_version": io.code_version(),
-            },
-        )
+    manifest = {
+        "kind": "embeddings",
+        "graph": graph_dir,
+        "source_created": created,
+        "model": model,
+        "text": text_col,
+        "prompt_name": prompt_name,
+    }
+    io.write_cache(spark, path, "vectors", vectors, EMBEDDINGS, manifest)
     log.info("embedded %s of %s with %s into %s", text_col, graph_dir, model, path)
     return path
 

@@ -90,31 +90,22 @@ class TfidfAgent(Agent):
         size = int(settings.get("sample_size") or 100_000)
         seed = int(settings.get("seed") or 0)
         cache_dir = settings.get("cache_dir") or f"{graph_dir.rstrip('/')}/cache"
-        corpus_manifest = io.read_manifest(spark, corpus)
+        created = io.read_manifest(spark, corpus).get("created")
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.rstrip("/").rsplit("/", 1)[-1])
         path = f"{cache_dir.rstrip('/')}/tfidf/{slug}-n{size}-seed{seed}"
-        try:
-            done = io.read_manifest(spark, path)
-            if done.get("corpus_created") == corpus_manifest.get("created"):
-                return {"vocab": path, "documents": done["documents"]}
-        except FileNotFoundError:
-            pass
+        done = io.current_cache(spark, path, created)
+        if done:
+            return {"vocab": path, "documents": done["documents"]}
         vocab, n_docs = fit_idf(io.read_table(spark, f"{corpus}/nodes", NODES), size, seed)
-        with io.staged_output(spark, path, overwrite=True) as staging:
-            io.write_table(vocab, f"{staging}/vocab", VOCAB)
-            io.write_json(
-                spark,
-                f"{staging}/{io.MANIFEST}",
-                {
-                    "kind": "tfidf-vocabulary",
-                    "corpus": corpus,
-                    "corpus_created": corpus_manifest.get("created"),
-                    "sample_size": size,
-                    "seed": seed,
-                    "documents": n_docs,
-                    "code_version": io.code_version(),
-                },
-            )
+        manifest = {
+            "kind": "tfidf-vocabulary",
+            "corpus": corpus,
+            "source_created": created,
+            "sample_size": size,
+            "seed": seed,
+            "documents": n_docs,
+        }
+        io.write_cache(spark, path, "vocab", vocab, VOCAB, manifest)
         return {"vocab": path, "documents": n_docs}
 
     def __init__(self, graph, settings, resources) -> None:
