@@ -58,6 +58,8 @@ demo: install
 bench: install
 	$(PY) bench/bench_wikipedia.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py
+	$(PY) bench/bench_sampling.py
+	$(PY) bench/bench_llm.py
 
 lint: install
 	$(VENV)/bin/ruff check wikigame_spark jobs tests bench

@@ -168,7 +168,7 @@ def _next_chunk(done: int, distance: np.ndarray, games: int, strata, limit: int)
     _, counts = accept(distance, games, strata)
     need = np.array(counts["band_quotas"]) - np.array(counts["band_games"])
     if done == 0:
-        guess = int(games * 1.25) + 64
+        guess = int(games * 1.25) + 256  # a first chunk of a few hundred also fits small sets
     else:
         if strata:
             lows = np.array([lo for lo, _ in strata])
