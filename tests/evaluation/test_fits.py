@@ -172,7 +172,7 @@ def test_fit_groups_and_table():
     )
     out = fits.fit_groups(extra, {("a", "g"): 20, ("human", "g"): 10}, {"human"})
     variants = [(a, f.variant) for a, _, f in out]
-    assert variants == [("a", "step_limit"), ("human", "step_limit"), ("human", "human_cutoff")]
+    assert variants == [("a", "step_limit"), ("human", "untruncated"), ("human", "human_cutoff")]
     table = fits.fit_table(out)
     assert list(table["successes"]) == [11, 8, 8] and list(table["fitted"]) == [11, 8, 7]
     assert table.loc[2, "variant"] == "human_cutoff (truncated, > 10 unknown)"

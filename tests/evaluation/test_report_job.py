@@ -141,9 +141,9 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
 
     fits = pd.read_csv(os.path.join(out, "tables", "fits.csv"))
     human = fits[fits.agent == "human"].set_index("variant")
-    assert set(human.index) == {"step_limit", "human_cutoff (truncated, > 10 unknown)"}
+    assert set(human.index) == {"untruncated", "human_cutoff (truncated, > 10 unknown)"}
     human_plays = read_plays(spark, experiment["outputs"]["human"])
-    assert human.loc["step_limit", "fitted"] == (human_plays.outcome == "success").sum()
+    assert human.loc["untruncated", "fitted"] == (human_plays.outcome == "success").sum()
 
     md = open(os.path.join(out, "report.md"), encoding="utf-8").read()
     html = open(os.path.join(out, "report.html"), encoding="utf-8").read()

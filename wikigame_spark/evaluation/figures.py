@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from wikigame_spark.evaluation.fits import StepFits, expected_fractions
 from wikigame_spark.evaluation.tables import EXTRA, GAMES, GRAPH, LABEL, LIMIT
@@ -171,6 +172,7 @@ def steps_histogram(label: str, graph: str, counts: pd.DataFrame, fit: StepFits)
     ax.set_xlabel("Steps above optimal")
     ax.set_ylabel("Games")
     ax.set_xlim(-0.7, top + 0.7)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"Fig 3 · {label} — {graph}: {fit.successes} successful games\n{lrt_text}".strip())
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)

@@ -88,7 +88,7 @@ class LikelihoodRatio:
 class StepFits:
     """What the report shows for one agent on one graph."""
 
-    variant: str  # "step_limit" (truncated at max_steps − d) or "human_cutoff"
+    variant: str  # "step_limit" (truncated at max_steps − d), "untruncated" (no limit) or "human_cutoff"
     free: NegBinomFit
     geometric: NegBinomFit
     lrt: LikelihoodRatio
@@ -299,11 +299,14 @@ def likelihood_ratio_test(free: NegBinomFit, restricted: NegBinomFit) -> Likelih
 
 
 def fit_steps(extra, limit=None, counts=None) -> StepFits:
-    """Agents: n free and n = 1, each truncated at the step limit, and the LRT between them."""
+    """Agents: n free and n = 1, each truncated at the step limit, and the LRT between them
+    (``untruncated`` when no game has a limit, as for human games)."""
     free = fit_negative_binomial(extra, limit, counts)
     geometric = fit_negative_binomial(extra, limit, counts, fix_n=1.0)
     successes = int(np.sum(counts)) if counts is not None else int(np.size(extra))
-    return StepFits("step_limit", free, geometric, likelihood_ratio_test(free, geometric), successes)
+    limited = limit is not None and np.isfinite(np.asarray(limit, dtype=float)).any()
+    variant = "step_limit" if limited else "untruncated"
+    return StepFits(variant, free, geometric, likelihood_ratio_test(free, geometric), successes)
 
 
 def fit_human(

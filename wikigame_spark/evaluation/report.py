@@ -305,6 +305,22 @@ def _fmt(value, digits: int = 3) -> str:
     return str(value)
 
 
+def _human_text(ev: Evaluation) -> str:
+    how = (
+        "are treated as unknown, as in the paper: left out, the rest truncated at the cutoff"
+        if ev.human_mode == "truncated"
+        else "are censored: each contributes Pr(X > cutoff)"
+    )
+    return (
+        ' Human games have no step limit ("untruncated") but a time limit: in the human_cutoff fit, '
+        f"games more than {ev.human_cutoff} steps above optimal {how}."
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _fits_display(ft: pd.DataFrame) -> pd.DataFrame:
     pm = tables.format_pm
     rows = []
@@ -423,7 +439,8 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     doc.heading(title, 1)
     games = int(ev.success[tables.GAMES].sum())
     doc.para(
-        f"{len(ev.runs)} play runs, {games} games, {len(labels)} agents on {len(graphs)} graphs. "
+        f"{_count(len(ev.runs), 'play run')}, {_count(games, 'game')}, {_count(len(labels), 'agent')} "
+        f"on {_count(len(graphs), 'graph')}. "
         f"Created {created} by wikigame-spark {io.code_version()}"
         + (f"; MLflow report run `{run_id}`." if run_id else ".")
     )
@@ -454,13 +471,8 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         "Steps above optimal x of successful games, Pr(x) = C(x+n−1, x)(1−p)^x p^n, fitted by maximum "
         "likelihood with each game's likelihood truncated at the largest x it could succeed with "
         "(max_steps − optimal steps); standard errors from the Hessian. n free against n = 1 "
-        "(geometric) by the likelihood-ratio test, 2ΔNLL against χ² with one degree of freedom. "
-        f"Human games (no step limit, ten-minute limit): more than {ev.human_cutoff} steps above optimal "
-        + (
-            "are treated as unknown, as in the paper: left out, the rest truncated at the cutoff."
-            if ev.human_mode == "truncated"
-            else "are censored: each contributes Pr(X > cutoff)."
-        )
+        "(geometric) by the likelihood-ratio test, 2ΔNLL against χ² with one degree of freedom."
+        + (_human_text(ev) if any(f.cutoff is not None for _, _, f in ev.fits) else "")
     )
     doc.table(_fits_display(ev.fit_table))
     shown = {}
