@@ -53,7 +53,8 @@ demo: install
 	trap "kill $$server 2>/dev/null" EXIT; \
 	for i in $$(seq 300); do curl -sf http://127.0.0.1:$(LLAMA_PORT)/v1/models >/dev/null && break; sleep 1; done; \
 	$(DEMO_PLAY) --agent llm --model gemma-3-270m --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100
-	@echo "MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
+	$(PY) jobs/report.py --experiment wikigame-demo --output $(OUT)/report --overwrite
+	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
 
 bench: install
 	$(PY) bench/bench_wikipedia.py
@@ -62,8 +63,8 @@ bench: install
 	$(PY) bench/bench_llm.py
 
 lint: install
-	$(VENV)/bin/ruff check wikigame_spark jobs tests bench
-	$(VENV)/bin/ruff format --check wikigame_spark jobs tests bench
+	$(VENV)/bin/ruff check wikigame_spark jobs tests bench notebooks
+	$(VENV)/bin/ruff format --check wikigame_spark jobs tests bench notebooks
 
 clean:
 	rm -rf out spark-warehouse metastore_db derby.log .pytest_cache

@@ -4,7 +4,8 @@ setup(
     name="wikigame-spark",
     version="0.1.0",
     description="Distributed Spark system for the Wikipedia Game: graphs, games, agents, evaluation.",
-    packages=find_packages(include=["wikigame_spark", "wikigame_spark.*"]),
+    # jobs/ ships too: notebooks and cluster drivers call the jobs' main(argv)
+    packages=find_packages(include=["wikigame_spark", "wikigame_spark.*", "jobs"]),
     python_requires=">=3.10",
     install_requires=[
         "pyspark==4.1.4",
