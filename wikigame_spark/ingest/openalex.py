@@ -61,13 +61,27 @@ DETAIL_CHARS = 200
 PROBLEMS = 10  # malformed lines quoted in the manifest
 NODES_PER_FILE = 250_000  # ~100 MB of Parquet with abstracts
 EDGES_PER_FILE = 8_000_000
+BROADCAST_ROWS = 2_000_000  # slim tables (ids) up to this size are copied to every task
 _LEGACY = "_legacy"
 _NOT_VERSIONS = (MALFORMED_JSON, MALFORMED_RECORD, MISSING_ID)  # rows without a usable work id
 
 
 def abstract_text(index: Column) -> Column:
     """:func:`~wikigame_spark.ingest.openalex_records.rebuild_abstract` as a column expression:
-    (position, word) pairs sorted by position then word, words joined by one space."""
+    (position, word) pairs sorted by position then word, words joined by one space.
+
+    Built from array functions the JVM compiles (one small lambda per word, none per position);
+    an index holding null positions takes the exact but slower element-by-element way.
+    """
+    positions = F.flatten(F.map_values(index))
+    words = F.flatten(F.transform(F.map_entries(index), lambda e: F.array_repeat(e["key"], F.size(e["value"]))))
+    placed = F.sort_array(F.arrays_zip(positions.alias("pos"), words.alias("word")))
+    fast = F.array_join(placed["word"], " ")
+    clean = positions.isNotNull() & (F.size(F.array_compact(positions)) == F.size(positions))
+    return F.when(clean, fast).otherwise(_abstract_text_with_nulls(index))
+
+
+def _abstract_text_with_nulls(index: Column) -> Column:
     placed = F.flatten(
         F.array_compact(  # a word with null positions places nothing
             F.transform(
@@ -82,8 +96,9 @@ def abstract_text(index: Column) -> Column:
 
 
 def _has_words(index: Column) -> Column:
-    positions = F.array_compact(F.flatten(F.array_compact(F.map_values(index))))
-    return F.coalesce(F.size(positions) > 0, F.lit(False))
+    """At least one word at a position (stops at the first: cheap on real abstracts)."""
+    some = F.exists(F.map_values(index), lambda positions: F.exists(positions, lambda p: p.isNotNull()))
+    return F.coalesce(F.size(index) > 0, F.lit(False)) & F.coalesce(some, F.lit(False))
 
 
 def _blank(c: Column) -> Column:
@@ -169,18 +184,43 @@ def classify_works(raw: DataFrame, fields: list[str], include_xpac: bool = False
 
 def deduplicate(works: DataFrame) -> DataFrame:
     """Keep the newest version of each work: the latest ``updated_date`` partition, then the latest
-    ``updated_date`` in the record, then the last file name. Older versions become ``duplicate``
-    whatever their own fate (the newest version decides whether the work is a node)."""
+    ``updated_date`` in the record, then the last file name (then the content, so the choice never
+    depends on the order rows arrive in). Older versions become ``duplicate`` whatever their own
+    fate: the newest version decides whether the work is a node.
+
+    Only the works found more than once are ranked (a slim count by work id finds them), so the
+    node columns of the others are never shuffled. ``works`` should be materialised: it is read
+    more than once.
+    """
     require_columns(works, OPENALEX_WORKS, "deduplicate(works)")
-    # Rows without a work id (malformed, missing id) share the null key and keep their reason.
-    newest_first = Window.partitionBy(WORK_ID).orderBy(
-        F.col("partition").desc_nulls_last(), F.col("updated_date").desc_nulls_last(), F.col(SOURCE_FILE).desc()
+    columns = OPENALEX_WORKS.fieldNames()
+    repeated = (
+        works.filter(F.col(WORK_ID).isNotNull())
+        .groupBy(WORK_ID)
+        .agg(F.count("*").alias("_versions"))
+        .filter(F.col("_versions") > 1)
+        .localCheckpoint()
     )
-    older = F.col(WORK_ID).isNotNull() & (F.row_number().over(newest_first) > 1)
-    ranked = works.withColumn("_older", older)
-    cleared = {c: F.when(~F.col("_older"), F.col(c)).alias(c) for c in (FIELD, TITLE, SUMMARY, LANGUAGE, PUBLICATION_DATE, DOI, REFERENCES)}
+    marked = works.join(_small(repeated, repeated.count()), WORK_ID, "left")
+    single = marked.filter(F.col("_versions").isNull()).select(*columns)
+    newest_first = Window.partitionBy(WORK_ID).orderBy(
+        F.col("partition").desc_nulls_last(),
+        F.col("updated_date").desc_nulls_last(),
+        F.col(SOURCE_FILE).desc(),
+        F.xxhash64(*columns).desc(),
+    )
+    ranked = marked.filter(F.col("_versions").isNotNull()).withColumn("_older", F.row_number().over(newest_first) > 1)
+    cleared = {
+        c: F.when(~F.col("_older"), F.col(c)).alias(c)
+        for c in (FIELD, TITLE, SUMMARY, LANGUAGE, PUBLICATION_DATE, DOI, REFERENCES)
+    }
     cleared[REASON] = F.when(F.col("_older"), F.lit(DUPLICATE)).otherwise(F.col(REASON)).alias(REASON)
-    return ranked.select(*[cleared.get(c, F.col(c)) for c in OPENALEX_WORKS.fieldNames()])
+    return single.unionByName(ranked.select(*[cleared.get(c, F.col(c)) for c in columns]))
+
+
+def _small(df: DataFrame, rows: int) -> DataFrame:
+    """``df`` marked for broadcast joins when it is small enough to copy to every task."""
+    return F.broadcast(df) if rows <= BROADCAST_ROWS else df
 
 
 @dataclass
@@ -196,32 +236,34 @@ class FieldGraph:
 def index_nodes(works: DataFrame, fields: list[str]) -> DataFrame:
     """The nodes of every field with dense ids 0…N−1 per field, in work-id order.
 
-    One sort for all fields: by (field, work id), then each field's ids shifted by the number of
-    nodes of the fields sorted before it (counted from the first row of each field).
+    The ids come from one sort of a slim (field, work id) table; each field's ids are shifted by
+    the number of nodes of the fields sorted before it. The node columns then join back.
     """
     require_columns(works, OPENALEX_WORKS, "index_nodes(works)")
     members = works.filter(F.col(REASON).isNull() & F.col(FIELD).isin(list(fields)))
-    keyed = members.select(
-        F.concat_ws("\u0001", FIELD, WORK_ID).alias("_key"),  # \u0001 sorts before any character of a name
-        WORK_ID, TITLE, SUMMARY, LANGUAGE, FIELD, PUBLICATION_DATE, DOI, REFERENCES,
-    )
-    ranked = dense_index(keyed, "_key", "_rank")
-    first = {r[FIELD]: r["_first"] for r in ranked.groupBy(FIELD).agg(F.min("_rank").alias("_first")).collect()}
+    # \u0001 sorts before any character of a field name, so keys sort by field, then work id.
+    keys = members.select(F.concat_ws("\u0001", FIELD, WORK_ID).alias("_key"), FIELD, WORK_ID)
+    ranked = dense_index(keys, "_key", "_rank")
+    per_field = ranked.groupBy(FIELD).agg(F.min("_rank").alias("first"), F.count("*").alias("n")).collect()
+    first = {r[FIELD]: r["first"] for r in per_field}
     shift = F.create_map(*[F.lit(x) for kv in first.items() for x in kv])[F.col(FIELD)] if first else F.lit(0)
-    return ranked.select(
-        (F.col("_rank") - shift).cast("long").alias(ID),
-        WORK_ID, TITLE, SUMMARY, LANGUAGE, FIELD, PUBLICATION_DATE, DOI, REFERENCES,
+    ids = ranked.select(FIELD, WORK_ID, (F.col("_rank") - shift).cast("long").alias(ID))
+    return members.join(_small(ids, sum(r["n"] for r in per_field)), [FIELD, WORK_ID]).select(
+        ID, WORK_ID, TITLE, SUMMARY, LANGUAGE, FIELD, PUBLICATION_DATE, DOI, REFERENCES
     )
 
 
-def citation_pairs(indexed: DataFrame) -> DataFrame:
+def citation_pairs(indexed: DataFrame, nodes: int | None = None) -> DataFrame:
     """One row per field and unordered pair of its nodes with a citation either way
-    (``src`` ≤ ``dst``; equal for a self-citation) and ``n``, the references between them."""
+    (``src`` ≤ ``dst``; equal for a self-citation) and ``n``, the references between them.
+    ``nodes``, when known, lets a small node table be broadcast instead of shuffling references."""
     require_columns(indexed, [ID, WORK_ID, FIELD, REFERENCES], "citation_pairs(nodes)")
     refs = indexed.select(FIELD, F.col(ID).alias("_a"), F.explode(REFERENCES).alias("_ref")).select(
         FIELD, "_a", F.substring_index("_ref", "/", -1).alias(WORK_ID)
     )
     lookup = indexed.select(FIELD, WORK_ID, F.col(ID).alias("_b"))
+    if nodes is not None:
+        lookup = _small(lookup, nodes)
     cites = refs.join(lookup, [FIELD, WORK_ID])  # only works of the same graph
     return cites.groupBy(FIELD, F.least("_a", "_b").alias(SRC), F.greatest("_a", "_b").alias(DST)).agg(
         F.count("*").alias("n")
@@ -292,7 +334,9 @@ class OpenAlexGraphs:
 
 def build_graphs(raw: DataFrame, fields: list[str], include_xpac: bool = False) -> OpenAlexGraphs:
     """One read of the snapshot → a graph per field, plus the accounting of every record."""
-    works = deduplicate(classify_works(raw, fields, include_xpac)).persist(StorageLevel.MEMORY_AND_DISK)
+    # Materialised once (rows, not columnar cache: cheaper to build, and every later step reads
+    # whole rows); everything after this reads it, never the snapshot again.
+    works = deduplicate(classify_works(raw, fields, include_xpac).localCheckpoint())
     tally = (
         works.groupBy(SOURCE_FILE, REASON, FIELD)
         .agg(F.count("*").alias("n"), F.first("detail", ignorenulls=True).alias("detail"))
@@ -313,8 +357,8 @@ def build_graphs(raw: DataFrame, fields: list[str], include_xpac: bool = False) 
     records = {"read": sum(per_file.values()), "nodes": nodes, "dropped": dropped}
     log.info("records read %d: nodes %s, dropped %s", records["read"], nodes, dropped)
 
-    indexed = index_nodes(works, fields)
-    pairs = citation_pairs(indexed).persist(StorageLevel.MEMORY_AND_DISK)
+    indexed = index_nodes(works, fields).localCheckpoint()
+    pairs = citation_pairs(indexed, sum(nodes.values())).localCheckpoint()
     counts = _field_counts(indexed, pairs)
     graphs = {}
     for f in fields:
