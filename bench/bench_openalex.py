@@ -28,12 +28,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from tests.ingest.openalexgen import Spec, generate
-from wikigame_spark.ingest.openalex_records import FIELDS
+from wikigame_spark.ingest.openalex_records import FIELDS, field_slug
 
 OUT = os.path.join(ROOT, "out", "bench", "openalex")
 # Rough shares of OpenAlex works by primary field: large fields, a long tail.
-BIG = {"Medicine": 0.18, "Social Sciences": 0.09, "Engineering": 0.07, "Computer Science": 0.06,
-       "Biochemistry, Genetics and Molecular Biology": 0.06, "Physics and Astronomy": 0.05, "Arts and Humanities": 0.05}
+BIG = {
+    "Medicine": 0.18,
+    "Social Sciences": 0.09,
+    "Engineering": 0.07,
+    "Computer Science": 0.06,
+    "Biochemistry, Genetics and Molecular Biology": 0.06,
+    "Physics and Astronomy": 0.05,
+    "Arts and Humanities": 0.05,
+}
 WEIGHTS = tuple(BIG.get(f, (1 - sum(BIG.values())) / (len(FIELDS) - len(BIG))) for f in FIELDS)
 
 
@@ -43,8 +50,18 @@ def snapshot(works: int, processes: int) -> tuple[str, list[str]]:
     Returns the root and the JSON-lines part files."""
     root = os.path.join(OUT, f"snapshot-{works}")
     for layout in ("jsonl", "parquet"):
-        spec = Spec(works=works, seed=2026, layout=layout, fields=FIELDS, field_weights=WEIGHTS, files_per_partition=8,
-                    p_duplicate=0.05, malformed_per_file=2, mistyped_per_file=1, abstract_pool=512)
+        spec = Spec(
+            works=works,
+            seed=2026,
+            layout=layout,
+            fields=FIELDS,
+            field_weights=WEIGHTS,
+            files_per_partition=8,
+            p_duplicate=0.05,
+            malformed_per_file=2,
+            mistyped_per_file=1,
+            abstract_pool=512,
+        )
         done = os.path.join(root, f".complete-{layout}")
         if not os.path.exists(done):
             start = time.perf_counter()
@@ -107,8 +124,19 @@ def reference(paths: list[str], fields: list[str]) -> tuple[dict, int, float, fl
                     and not blank(work.get("language"))
                     and field in wanted
                 )
-                node = (work["title"], abstract, work["language"], field, work.get("publication_date"),
-                        work.get("doi"), work.get("referenced_works") or []) if ok else None
+                node = (
+                    (
+                        work["title"],
+                        abstract,
+                        work["language"],
+                        field,
+                        work.get("publication_date"),
+                        work.get("doi"),
+                        work.get("referenced_works") or [],
+                    )
+                    if ok
+                    else None
+                )
                 newest[wid] = (order, node)
     graphs = {}
     for field in fields:
@@ -168,8 +196,6 @@ def ours(root: str, fields: list[str], fmt: str) -> tuple[str, float, float, int
 def same_graphs(ref: dict, out: str) -> dict[str, tuple[bool, bool, int, int]]:
     import pyarrow.parquet as pq
 
-    from wikigame_spark.ingest.openalex_records import field_slug
-
     result = {}
     for field, (nodes, edges) in ref.items():
         d = os.path.join(out, field_slug(field))
@@ -184,32 +210,51 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--works", type=int, default=1_000_000, help="distinct works in the generated snapshot")
     p.add_argument("--fields", nargs="+", default=["Medicine", "Physics and Astronomy", "Computer Science"])
+    p.add_argument(
+        "--formats",
+        nargs="+",
+        default=["auto", "jsonl"],
+        choices=["auto", "parquet", "jsonl"],
+        help="copies the job reads (auto: Parquet, as the job does when the snapshot has it)",
+    )
     p.add_argument("--processes", type=int, default=os.cpu_count(), help="processes generating the snapshot")
     args = p.parse_args()
 
-    root, paths, _ = snapshot(args.works, args.processes)
+    root, paths = snapshot(args.works, args.processes)
     gb = sum(os.path.getsize(x) for x in paths) / 1e9
     load = os.getloadavg()[0]
-    out, wall, cpu, cores = ours(root, args.fields)
-    with open(os.path.join(out, "medicine" if "Medicine" in args.fields else os.listdir(out)[0], "manifest.json")) as f:
-        manifest = json.load(f)
-    records = manifest["records"]["read"]
+    runs = {}
+    for fmt in args.formats:
+        out, wall, cpu, cores = ours(root, args.fields, fmt)
+        with open(os.path.join(out, field_slug(args.fields[0]), "manifest.json")) as f:
+            manifest = json.load(f)
+        runs[fmt] = (out, wall, cpu, cores, manifest["records"]["read"], manifest["snapshot"]["format"])
     ref, ref_read, ref_wall, ref_cpu = reference(paths, args.fields)
-    assert ref_read == records, (ref_read, records)
-    agree = same_graphs(ref, out)
 
-    ref_rate, ref_cpu_rate = records / ref_wall, records / ref_cpu
-    rate, cpu_rate = records / wall / cores, records / cpu
-    print(f"input: {len(paths)} gzipped JSON-lines files, {gb:.2f} GB, {records:,} records "
-          f"({args.works:,} works); graphs for {', '.join(args.fields)}; load average at start {load:.1f}")
-    print(f"reference, paper's reader (1 process): {ref_wall:.1f} s wall, {ref_cpu:.1f} s CPU "
-          f"= {ref_rate:,.0f} records/s per core ({ref_cpu_rate:,.0f} per CPU-second)")
-    print(f"ours, build_openalex ({cores} cores): {wall:.1f} s wall, {cpu:.1f} s CPU "
-          f"= {rate:,.0f} records/s per core ({cpu_rate:,.0f} per CPU-second)")
-    print(f"ratio per core: {rate / ref_rate:.1f}x wall clock, {cpu_rate / ref_cpu_rate:.1f}x CPU time (bar >= 3x)")
-    for field, (same_nodes, same_edges, n, e) in agree.items():
-        print(f"same output, {field}: nodes {'yes' if same_nodes else 'NO'} ({n:,}), "
-              f"edges {'yes' if same_edges else 'NO'} ({e:,})")
+    ref_rate, ref_cpu_rate = ref_read / ref_wall, ref_read / ref_cpu
+    print(
+        f"input: {args.works:,} works, {ref_read:,} JSON lines in {len(paths)} gzipped files ({gb:.2f} GB), "
+        f"the same works as Parquet; graphs for {', '.join(args.fields)}; load average at start {load:.1f}"
+    )
+    print(
+        f"reference, paper's reader on JSON lines (1 process): {ref_wall:.1f} s wall, {ref_cpu:.1f} s CPU "
+        f"= {ref_rate:,.0f} records/s per core ({ref_cpu_rate:,.0f} per CPU-second)"
+    )
+    for fmt, (out, wall, cpu, cores, records, read_format) in runs.items():
+        rate, cpu_rate = records / wall / cores, records / cpu
+        agree = same_graphs(ref, out)
+        same = all(n and e for n, e, _, _ in agree.values())
+        print(
+            f"ours, build_openalex --format {fmt} (reads {read_format}, {cores} cores): {wall:.1f} s wall, "
+            f"{cpu:.1f} s CPU = {rate:,.0f} records/s per core ({cpu_rate:,.0f} per CPU-second); "
+            f"ratio {rate / ref_rate:.1f}x per core wall clock, {cpu_rate / ref_cpu_rate:.1f}x per CPU-second "
+            f"(bar >= 3x); same output as the reference: {'yes' if same else 'NO'}"
+        )
+        for field, (same_nodes, same_edges, n, e) in agree.items():
+            print(
+                f"    {field}: {n:,} nodes {'identical' if same_nodes else 'DIFFER'}, "
+                f"{e:,} edges {'identical' if same_edges else 'DIFFER'}"
+            )
 
 
 if __name__ == "__main__":

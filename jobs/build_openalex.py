@@ -39,7 +39,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--endpoint-url", help="S3-compatible endpoint for the input/output bucket")
     p.add_argument("--format", choices=["auto", "parquet", "jsonl"], help="which copy of the snapshot to read")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace existing field graphs")
-    p.add_argument("--allow-partial", action="store_true", default=None, help="warn, not fail, on an incomplete snapshot")
+    p.add_argument(
+        "--allow-partial", action="store_true", default=None, help="warn, not fail, on an incomplete snapshot"
+    )
     p.add_argument("--include-xpac", action="store_true", default=None, help="keep XPAC works (is_xpac)")
     p.add_argument("--config", help="YAML settings (default conf/build_openalex.yaml)")
     return p.parse_args(argv)
@@ -92,10 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         tables = {"nodes": (graph.nodes, OPENALEX_NODES), "edges": (graph.edges, EDGES)}
         io.write_graph(spark, targets[field], tables, manifest, cfg.overwrite)
         written.append(f"{targets[field]} ({graph.counts['nodes']} nodes, {graph.counts['edges']} edges)")
-    dropped = {k: v for k, v in result.records["dropped"].items() if v}
     print(
         f"build_openalex: wrote {'; '.join(written)} with nodes, edges, manifest.json; "
-        f"records read {result.records['read']} from {len(plan.files)} {plan.format} files, dropped {dropped}"
+        f"records read {result.read} from {len(plan.files)} {plan.format} files, dropped {result.dropped()}"
         + (f"; {len(warnings)} warnings (see manifest)" if warnings else "")
     )
     return 0

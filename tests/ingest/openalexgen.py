@@ -39,7 +39,20 @@ WRONG_TYPES = ("review", "preprint", "book-chapter", "journal-article", "dataset
 LANGUAGES = ("en", "en", "en", "en", "de", "fr", "es", "pt", "ja", "zh")
 # Words an abstract must keep exactly: apostrophes and backslashes (the paper's code deleted
 # them), quotes, non-ASCII letters, JSON-escaped characters.
-SPECIAL_WORDS = ("don't", "Smith's", "C:\\data\\x", "\\alpha", '"quoted"', "naïve", "α-helix", "50%", "{x}", "Zürich", "l'été", "<i>in")
+SPECIAL_WORDS = (
+    "don't",
+    "Smith's",
+    "C:\\data\\x",
+    "\\alpha",
+    '"quoted"',
+    "naïve",
+    "α-helix",
+    "50%",
+    "{x}",
+    "Zürich",
+    "l'été",
+    "<i>in",
+)
 _SENTINEL = "\u0000{}\u0000"
 _VARYING = (
     "id",
@@ -93,7 +106,13 @@ def work_id(i: int) -> str:
 
 # (authorships, locations, concepts, topics, keywords, related works, counts by year) kept per
 # size variant, and how often each variant is drawn: most works are small, a few are large.
-SIZES = ((1, 1, 2, 1, 1, 3, 2), (2, 1, 4, 1, 2, 5, 3), (3, 2, 6, 2, 3, 10, 5), (5, 3, 12, 3, 4, 10, 9), (9, 7, 19, 3, 4, 10, 9))
+SIZES = (
+    (1, 1, 2, 1, 1, 3, 2),
+    (2, 1, 4, 1, 2, 5, 3),
+    (3, 2, 6, 2, 3, 10, 5),
+    (5, 3, 12, 3, 4, 10, 9),
+    (9, 7, 19, 3, 4, 10, 9),
+)
 SIZE_WEIGHTS = (0.5, 0.3, 0.12, 0.06, 0.02)
 
 
@@ -162,9 +181,7 @@ class Plan:
                 "legacy_abstract": rng.random(n) < spec.p_legacy_abstract,
                 "variant": rng.choice(len(SIZES), n, p=SIZE_WEIGHTS),
             }
-        self.files = [
-            (p, f) for p in range(parts) for f in range(spec.files_per_partition)
-        ]
+        self.files = [(p, f) for p in range(parts) for f in range(spec.files_per_partition)]
 
     def file_name(self, part: int, f: int) -> str:
         date = self.spec.partitions[part]
@@ -334,8 +351,14 @@ def _write_parquet(path: str, rows: list[dict], abstract_as_json: bool) -> None:
 
     named = pa.struct([("id", pa.string()), ("display_name", pa.string())])
     topic = pa.struct(
-        [("id", pa.string()), ("display_name", pa.string()), ("score", pa.float64()),
-         ("subfield", named), ("field", named), ("domain", named)]
+        [
+            ("id", pa.string()),
+            ("display_name", pa.string()),
+            ("score", pa.float64()),
+            ("subfield", named),
+            ("field", named),
+            ("domain", named),
+        ]
     )
     schema = pa.schema(
         [
@@ -348,7 +371,10 @@ def _write_parquet(path: str, rows: list[dict], abstract_as_json: bool) -> None:
             ("type", pa.string()),
             ("primary_topic", topic),
             ("referenced_works", pa.list_(pa.string())),
-            ("abstract_inverted_index", pa.string() if abstract_as_json else pa.map_(pa.string(), pa.list_(pa.int64()))),
+            (
+                "abstract_inverted_index",
+                pa.string() if abstract_as_json else pa.map_(pa.string(), pa.list_(pa.int64())),
+            ),
             ("updated_date", pa.string()),
             ("is_xpac", pa.bool_()),
             ("cited_by_count", pa.int64()),
@@ -464,7 +490,11 @@ def _index(v):
     if all(_int_list(x) for x in v.values()):
         return True, v
     inner = v.get("InvertedIndex")
-    if isinstance(inner, dict) and all(_int_list(x) for x in inner.values()) and type(v.get("IndexLength")) in (int, type(None)):
+    if (
+        isinstance(inner, dict)
+        and all(_int_list(x) for x in inner.values())
+        and type(v.get("IndexLength")) in (int, type(None))
+    ):
         return True, inner
     return False, None
 
@@ -498,19 +528,29 @@ def _text(index) -> str | None:
 @dataclass
 class Expected:
     read: int
-    dropped: dict  # reason -> n, other_field excluded (it depends on the graph)
-    eligible: dict  # field -> n: works that pass every rule but the field one
+    tally: dict  # (reason, field) -> n; field given for works of the requested fields
     nodes: dict  # field -> list of node dicts in id order
     edges: dict  # field -> set of (src, dst)
     per_file: dict  # file key -> records
     older_version_was_a_node: int  # works whose older version passes the rules but the newest does not
 
+    @property
+    def dropped(self) -> dict:
+        out: dict = {}
+        for (reason, _), n in self.tally.items():
+            if reason:
+                out[reason] = out.get(reason, 0) + n
+        return out
+
     def accounting(self, field: str) -> dict:
-        dropped = {r: n for r, n in self.dropped.items() if n}
-        other = sum(n for f, n in self.eligible.items() if f != field)
-        if other:
-            dropped["other_field"] = other
-        return {"read": self.read, "kept": self.eligible.get(field, 0), "dropped": dropped}
+        dropped: dict = {}
+        for (reason, f), n in self.tally.items():
+            if f is not None and f != field:
+                reason = "other_field"
+            if reason is not None:
+                dropped[reason] = dropped.get(reason, 0) + n
+        kept = self.tally.get((None, field), 0)
+        return {"read": self.read, "kept": kept, "dropped": dropped}
 
 
 def expected_graphs(files: list[tuple[str, str]], fields: list[str], include_xpac: bool = False) -> Expected:
@@ -551,34 +591,32 @@ def expected_graphs(files: list[tuple[str, str]], fields: list[str], include_xpa
             return "xpac"
         if rec.get("type") != "article":
             return "wrong_type"
+        if rec["_field"] is None:
+            return "missing_field"
+        if rec["_field"] not in fields:
+            return "other_field"
         if _blank(rec.get("title")):
             return "missing_title"
         if _text(rec["_index"]) is None:
             return "missing_abstract"
         if _blank(rec.get("language")):
             return "missing_language"
-        if rec["_field"] is None:
-            return "missing_field"
         return None
 
-    eligible: Counter = Counter()
+    tally: Counter = Counter({(reason, None): n for reason, n in dropped.items()})
     members: dict[str, dict] = {f: {} for f in fields}
     older_nodes = 0
     for wid, recs in versions.items():
         recs.sort(key=lambda x: x[0], reverse=True)
-        dropped["duplicate"] += len(recs) - 1
+        if len(recs) > 1:
+            tally[("duplicate", None)] += len(recs) - 1
         newest = recs[0][1]
         reason = fate(newest)
-        if reason is None and newest["_field"] not in fields:
-            reason = "other_field"
-        if reason is not None and any(fate(r) is None and r["_field"] in fields for _, r in recs[1:]):
+        if reason is not None and any(fate(r) is None for _, r in recs[1:]):
             older_nodes += 1
-        if reason == "other_field":
-            dropped["other_field"] += 1
-        elif reason is not None:
-            dropped[reason] += 1
-        else:
-            eligible[newest["_field"]] += 1
+        own = reason in (None, "missing_title", "missing_abstract", "missing_language")
+        tally[(reason, newest["_field"] if own else None)] += 1
+        if reason is None:
             members[newest["_field"]][wid] = newest
     nodes, edges = {}, {}
     for f in fields:
@@ -604,13 +642,9 @@ def expected_graphs(files: list[tuple[str, str]], fields: list[str], include_xpa
                     pairs.add((ids[wid], ids[target]))
                     pairs.add((ids[target], ids[wid]))
         edges[f] = pairs
-    other_field = dropped.pop("other_field", 0)
-    if other_field:
-        eligible["(not requested)"] = other_field
     return Expected(
         read=sum(per_file.values()),
-        dropped=dict(dropped),
-        eligible=dict(eligible),
+        tally=dict(tally),
         nodes=nodes,
         edges=edges,
         per_file=dict(per_file),

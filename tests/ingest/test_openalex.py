@@ -64,7 +64,9 @@ def test_abstract_expression_agrees_with_the_python_rules(spark):
     words = [*sorted(real), "don't", "C:\\x\\y", '"q"', "naïve", "", " ", "l'été"]
     cases = [real, {"the": [0, 2], "cat": [1]}, {"y": [0], "x": [0]}, {"b": [9], "a": [3]}, {"a": [None, 1], "b": None}]
     cases += [make_inverted_index([rng.choice(words) for _ in range(rng.randint(1, 80))]) for _ in range(60)]
-    df = spark.createDataFrame([(i, c) for i, c in enumerate(cases)], f"i int, m {ABSTRACT_INVERTED_INDEX.simpleString()}")
+    df = spark.createDataFrame(
+        [(i, c) for i, c in enumerate(cases)], f"i int, m {ABSTRACT_INVERTED_INDEX.simpleString()}"
+    )
     got = {r["i"]: r["t"] for r in df.select("i", abstract_text(F.col("m")).alias("t")).collect()}
     assert got == {i: rebuild_abstract(c) for i, c in enumerate(cases)}
 
@@ -77,8 +79,17 @@ def test_generated_snapshot_matches_the_independent_computation(spark, tmp_path)
     exp = expected_graphs(generated_files(gen), FIELDS)
     assert_matches(result, exp, FIELDS)
     # the snapshot exercises what it should
-    for reason in ("duplicate", "malformed_json", "malformed_record", "xpac", "wrong_type", "missing_abstract",
-                   "missing_title", "missing_language", "missing_field"):
+    for reason in (
+        "duplicate",
+        "malformed_json",
+        "malformed_record",
+        "xpac",
+        "wrong_type",
+        "missing_abstract",
+        "missing_title",
+        "missing_language",
+        "missing_field",
+    ):
         assert exp.dropped.get(reason, 0) > 0, reason
     assert exp.older_version_was_a_node > 0  # a qualifying older version loses to a newer one
     assert all(len(exp.edges[f]) > 50 for f in FIELDS)
@@ -109,8 +120,8 @@ def test_real_2021_part_loads_and_its_abstracts_rebuild(spark, tmp_path):
     partition = os.path.dirname(PART_2021)
     plan, result = build(spark, partition, ["Medicine"])
     assert plan.layout == "folder" and plan.manifest is None and plan.warnings  # no manifest: said so
-    assert result.records["read"] == 50
-    assert result.records["dropped"] == {"wrong_type": 50}  # journal-article etc.; nothing malformed
+    assert result.read == 50
+    assert result.dropped() == {"wrong_type": 50}  # journal-article etc.; nothing malformed
     # The same records made articles of a field: the 2021 abstract form must rebuild.
     with gzip.open(PART_2021, "rt", encoding="utf-8") as f:
         records = [json.loads(line) for line in f]
@@ -119,7 +130,7 @@ def test_real_2021_part_loads_and_its_abstracts_rebuild(spark, tmp_path):
     write_lines(str(tmp_path / "w" / "updated_date=2021-11-03" / "part_000.gz"), lines)
     _, result = build(spark, tmp_path / "w", ["Medicine"])
     nodes = node_rows(result.graphs["Medicine"])
-    assert len(nodes) == 19 and result.records["dropped"] == {"missing_abstract": 31}
+    assert len(nodes) == 19 and result.dropped() == {"missing_abstract": 31}
     by_id = {r["id"].rsplit("/", 1)[-1]: r for r in records}
     for n in nodes:
         assert n["summary"] == rebuild_abstract(by_id[n["work_id"]]["abstract_inverted_index"]["InvertedIndex"])
@@ -132,7 +143,7 @@ def test_real_2023_part_through_its_manifest(spark):
     assert [f.key for f in plan.files] == ["updated_date=2023-05-16/part_000.gz"]
     assert plan.files[0].manifest_records == 27
     assert result.per_file == {"updated_date=2023-05-16/part_000.gz": 27}
-    assert result.records["dropped"] == {"wrong_type": 27}  # 26 grants and a journal-article
+    assert result.dropped() == {"wrong_type": 27}  # 26 grants and a journal-article
 
 
 @pytest.mark.parametrize("newest", ["2025", "2023"])
@@ -141,7 +152,11 @@ def test_the_newest_version_of_a_work_decides(spark, tmp_path, newest):
         v2025 = json.load(f)
     with open(TEMPLATE_2023, encoding="utf-8") as f:
         v2023 = json.load(f)
-    dates = {"2023": "2023-10-22", "2025": "2025-06-11"} if newest == "2025" else {"2023": "2025-07-01", "2025": "2024-01-01"}
+    dates = (
+        {"2023": "2023-10-22", "2025": "2025-06-11"}
+        if newest == "2025"
+        else {"2023": "2025-07-01", "2025": "2024-01-01"}
+    )
     for version, record in (("2023", v2023), ("2025", v2025)):
         record = copy.deepcopy(record)
         record["updated_date"] = dates[version] + "T00:00:00"
@@ -152,7 +167,7 @@ def test_the_newest_version_of_a_work_decides(spark, tmp_path, newest):
         assert [n["work_id"] for n in nodes] == ["W2741809807"]
         assert nodes[0]["summary"] == rebuild_abstract(v2025["abstract_inverted_index"])
         assert nodes[0]["doi"] == "https://doi.org/10.7717/peerj.4375" and nodes[0]["language"] == "en"
-        assert result.records["dropped"] == {"duplicate": 1}
+        assert result.dropped() == {"duplicate": 1}
     else:  # the 2023 record has no primary_topic
         assert nodes == []
-        assert result.records["dropped"] == {"duplicate": 1, "missing_field": 1}
+        assert result.dropped() == {"duplicate": 1, "missing_field": 1}

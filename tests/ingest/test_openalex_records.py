@@ -36,7 +36,9 @@ def load(path):
 def test_rebuilds_the_real_2025_abstract_in_position_order():
     record = load(TEMPLATE_2025)
     text = rebuild_abstract(record["abstract_inverted_index"])
-    assert text.startswith("Despite growing interest in Open Access (OA) to scholarly literature, there is an unmet need")
+    assert text.startswith(
+        "Despite growing interest in Open Access (OA) to scholarly literature, there is an unmet need"
+    )
     assert text.endswith("as a way to inform OA policy and practice.")
     assert len(text.split(" ")) == 258  # every position 0…257 once
     # the 2023 record of the same work has the same index
@@ -115,6 +117,7 @@ def test_drop_reasons_in_order():
         ({"primary_topic": None}, MISSING_FIELD),
         ({"is_xpac": True, "type": "review"}, XPAC),  # the first rule that holds is the one counted
         ({"title": None, "language": None}, MISSING_TITLE),
+        ({"title": None, "primary_topic": None}, MISSING_FIELD),  # the field is checked first
     ]
     for change, reason in cases:
         assert drop_reason({**good, **change}, fields) == reason, change

@@ -52,8 +52,14 @@ def parquet_from_s3(s3, bucket, prefix):
 def test_job_reads_and_writes_through_s3(s3, mirror, capsys):
     gen, bucket = mirror
     fields = ["Medicine", "Physics and Astronomy"]
-    args = ["--input", f"s3://{bucket}/mirror/openalex", "--endpoint-url", s3.endpoint_url,
-            "--output", f"s3://{bucket}/graphs"]
+    args = [
+        "--input",
+        f"s3://{bucket}/mirror/openalex",
+        "--endpoint-url",
+        s3.endpoint_url,
+        "--output",
+        f"s3://{bucket}/graphs",
+    ]
     for f in fields:
         args += ["--field", f]
     assert build_openalex.main(args) == 0
@@ -66,8 +72,10 @@ def test_job_reads_and_writes_through_s3(s3, mirror, capsys):
     manifest = json.loads(s3.client.get_object(Bucket=bucket, Key="graphs/medicine/manifest.json")["Body"].read())
     assert manifest["records"] == exp.accounting("Medicine")
     assert manifest["snapshot"]["manifest"] == f"s3a://{bucket}/mirror/openalex/data/works/manifest"
-    assert all(f["path"].startswith(f"s3a://{bucket}/mirror/openalex/data/works/updated_date=")
-               for f in manifest["snapshot"]["files"])
+    assert all(
+        f["path"].startswith(f"s3a://{bucket}/mirror/openalex/data/works/updated_date=")
+        for f in manifest["snapshot"]["files"]
+    )
     listed = {o["Key"] for o in s3.client.list_objects_v2(Bucket=bucket, Prefix="graphs/")["Contents"]}
     assert not any("_staging" in k for k in listed)  # staged, then moved into place
 
@@ -83,8 +91,10 @@ def test_missing_object_in_the_bucket_is_named(s3, mirror):
         plan_snapshot("snap", store=store)
     plan = plan_snapshot("snap", allow_partial=True, store=store)
     assert len(plan.files) == 5 and plan.missing == [gone]
-    assert store.credentials() == {"access.key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                                   "secret.key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"]}
+    assert store.credentials() == {
+        "access.key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "secret.key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
 
 
 def test_unknown_bucket_is_a_clear_error(s3):

@@ -52,11 +52,17 @@ def test_real_manifest_with_allow_partial_reads_what_is_there():
 
 
 def test_manifest_forms():
-    entry = {"url": "s3://openalex/data/works/updated_date=2024-01-01/part_000.gz", "meta": {"content_length": 5, "record_count": 2}}
+    entry = {
+        "url": "s3://openalex/data/works/updated_date=2024-01-01/part_000.gz",
+        "meta": {"content_length": 5, "record_count": 2},
+    }
     want = [(entry["url"], 2, 5)]
     assert manifest_entries({"entries": [entry], "meta": {}}, "m") == want  # Redshift, to 2025
     assert manifest_entries({"files": [entry]}, "m") == want  # one entity, 2026
-    combined = {"date": "2026-06-26", "entities": [{"entity": "authors", "files": []}, {"entity": "works", "files": [entry]}]}
+    combined = {
+        "date": "2026-06-26",
+        "entities": [{"entity": "authors", "files": []}, {"entity": "works", "files": [entry]}],
+    }
     assert manifest_entries(combined, "m") == want
     with pytest.raises(SnapshotError, match="no works entity"):
         manifest_entries({"entities": [{"entity": "authors", "files": []}]}, "m")
@@ -67,7 +73,10 @@ def test_manifest_forms():
     assert manifest_relative("s3://openalex/data/parquet/works/updated_date=2026-06-24/part_0000.parquet") == (
         "updated_date=2026-06-24/part_0000.parquet"
     )
-    assert manifest_relative("s3://mirror/x/updated_date=2026-06-24/part_0000.gz") == "updated_date=2026-06-24/part_0000.gz"
+    assert (
+        manifest_relative("s3://mirror/x/updated_date=2026-06-24/part_0000.gz")
+        == "updated_date=2026-06-24/part_0000.gz"
+    )
     assert spark_uri("s3://openalex/data") == "s3a://openalex/data" and spark_uri("/x") == "/x"
 
 

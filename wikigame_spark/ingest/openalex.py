@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
@@ -30,10 +29,12 @@ from wikigame_spark.ingest.openalex_records import (
     MISSING_LANGUAGE,
     MISSING_TITLE,
     OTHER_FIELD,
+    WORK_REASONS,
     WRONG_TYPE,
     XPAC,
 )
 from wikigame_spark.schemas import (
+    ABSTRACT_INVERTED_INDEX,
     CORRUPT_RECORD,
     DOI,
     DST,
@@ -59,10 +60,9 @@ log = logging.getLogger(__name__)
 REASON = "reason"
 DETAIL_CHARS = 200
 PROBLEMS = 10  # malformed lines quoted in the manifest
-NODES_PER_FILE = 250_000  # ~100 MB of Parquet with abstracts
-EDGES_PER_FILE = 8_000_000
+NODES_PER_FILE = 50_000  # ~25 MB of Parquet with abstracts
+EDGES_PER_FILE = 4_000_000
 BROADCAST_ROWS = 2_000_000  # slim tables (ids) up to this size are copied to every task
-_LEGACY = "_legacy"
 _NOT_VERSIONS = (MALFORMED_JSON, MALFORMED_RECORD, MISSING_ID)  # rows without a usable work id
 
 
@@ -96,13 +96,31 @@ def _abstract_text_with_nulls(index: Column) -> Column:
 
 
 def _has_words(index: Column) -> Column:
-    """At least one word at a position (stops at the first: cheap on real abstracts)."""
+    """At least one word at a position (exact, but with lambdas: for the few rows that need it)."""
     some = F.exists(F.map_values(index), lambda positions: F.exists(positions, lambda p: p.isNotNull()))
     return F.coalesce(F.size(index) > 0, F.lit(False)) & F.coalesce(some, F.lit(False))
 
 
+def _has_words_fast(index: Column) -> tuple[Column, Column]:
+    """``(has words, unsure)`` from functions the JVM compiles into the scan (no lambda). Unsure:
+    some word has a null position list (never in OpenAlex data), which :func:`_has_words` settles."""
+    positions = F.flatten(F.map_values(index))
+    listed = F.coalesce(F.size(index) > 0, F.lit(False))
+    unsure = listed & positions.isNull()
+    return listed & (positions.isNull() | F.array_max(positions).isNotNull()), unsure
+
+
 def _blank(c: Column) -> Column:
-    return c.isNull() | F.regexp_like(c, F.lit(r"^\s*$"))
+    # Java's \s; trimming is far cheaper per record than a regular expression.
+    return c.isNull() | (F.trim(c, F.lit(" \t\n\r\f\u000b")) == "")
+
+
+def _partition(key: Column) -> Column:
+    """The ``updated_date`` of a file key such as ``updated_date=2025-06-11/part_000.gz``."""
+    folder = F.substring_index(key, "/", 1)
+    return F.when(folder.startswith("updated_date="), F.substring(folder, len("updated_date=") + 1, 1 << 20)).otherwise(
+        ""
+    )
 
 
 def classify_works(raw: DataFrame, fields: list[str], include_xpac: bool = False) -> DataFrame:
@@ -114,23 +132,26 @@ def classify_works(raw: DataFrame, fields: list[str], include_xpac: bool = False
     ``malformed_record`` (valid JSON, wrong types) or ``malformed_json`` (not a JSON object).
     """
     require_columns(raw, OPENALEX_RAW, "classify_works(raw)")
+    # One projection over the columns as read: an intermediate one would copy every record's
+    # abstract index, the costliest column, whether the record is a node or not.
     corrupt = F.col(CORRUPT_RECORD)
     legacy_schema = StructType([*OPENALEX_WORK_2021.fields, StructField(CORRUPT_RECORD, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
-    df = raw.withColumn(_LEGACY, F.when(corrupt.isNotNull(), F.from_json(corrupt, legacy_schema, options)))
+    legacy = F.when(corrupt.isNotNull(), F.from_json(corrupt, legacy_schema, options))
     legacy_ok = (
-        F.col(_LEGACY).isNotNull()
-        & F.col(f"{_LEGACY}.{CORRUPT_RECORD}").isNull()
-        & F.col(f"{_LEGACY}.abstract_inverted_index.InvertedIndex").isNotNull()
+        corrupt.isNotNull()
+        & legacy[CORRUPT_RECORD].isNull()
+        & legacy["abstract_inverted_index"]["InvertedIndex"].isNotNull()
     )
 
     def pick(name: str) -> Column:
-        return F.when(legacy_ok, F.col(f"{_LEGACY}.{name}")).otherwise(F.col(name))
+        return F.when(legacy_ok, legacy[name]).otherwise(F.col(name))
 
-    index = F.when(legacy_ok, F.col(f"{_LEGACY}.abstract_inverted_index.InvertedIndex")).otherwise(
+    index = F.when(legacy_ok, legacy["abstract_inverted_index"]["InvertedIndex"]).otherwise(
         F.col("abstract_inverted_index")
     )
     field = pick("primary_topic")[FIELD]["display_name"]
+    has_words, unsure = _has_words_fast(index)
     xpac = F.lit(False) if include_xpac else F.coalesce(pick("is_xpac"), F.lit(False))
     reason = (
         F.when(corrupt.isNotNull() & F.json_object_keys(corrupt).isNull(), F.lit(MALFORMED_JSON))
@@ -138,48 +159,45 @@ def classify_works(raw: DataFrame, fields: list[str], include_xpac: bool = False
         .when(_blank(pick("id")), F.lit(MISSING_ID))
         .when(xpac, F.lit(XPAC))
         .when(~F.coalesce(pick("type") == ARTICLE, F.lit(False)), F.lit(WRONG_TYPE))
-        .when(_blank(pick(TITLE)), F.lit(MISSING_TITLE))
-        .when(~_has_words(index), F.lit(MISSING_ABSTRACT))
-        .when(_blank(pick(LANGUAGE)), F.lit(MISSING_LANGUAGE))
         .when(field.isNull(), F.lit(MISSING_FIELD))
         .when(~field.isin(list(fields)), F.lit(OTHER_FIELD))
+        .when(_blank(pick(TITLE)), F.lit(MISSING_TITLE))
+        .when(~has_words, F.lit(MISSING_ABSTRACT))
+        .when(_blank(pick(LANGUAGE)), F.lit(MISSING_LANGUAGE))
     )
-    classified = df.select(
+    node = reason.isNull()
+    in_fields = node | reason.isin(*WORK_REASONS)  # works of the requested fields
+
+    def node_only(c: Column) -> Column:
+        return F.when(node, c)
+
+    # Step 1 reads every record and compiles into the scan; the array functions with lambdas
+    # (which the JVM does not compile) run in step 2 on the indexes of nodes only: the abstract
+    # text, and the exact abstract check for the rare record step 1 was unsure about.
+    after_abstract = reason.isNull() | (reason == MISSING_LANGUAGE)
+    recheck = unsure & after_abstract
+    step1 = raw.select(
         F.col(SOURCE_FILE),
-        pick("id").alias("_id"),
+        _partition(F.col(SOURCE_FILE)).alias("partition"),
         pick("updated_date").alias("updated_date"),
+        F.when(node | ~reason.isin(*_NOT_VERSIONS), F.substring_index(pick("id"), "/", -1)).alias(WORK_ID),
         reason.alias(REASON),
-        field.alias("_field"),
-        pick(TITLE).alias("_title"),
-        index.alias("_index"),
-        pick(LANGUAGE).alias("_language"),
-        pick(PUBLICATION_DATE).alias("_publication_date"),
-        pick(DOI).alias("_doi"),
-        pick("referenced_works").alias("_references"),
-        corrupt,
+        recheck.alias("_recheck"),
+        F.when(in_fields, field).alias(FIELD),
+        node_only(pick(TITLE)).alias(TITLE),
+        F.when(node | recheck, index.cast(ABSTRACT_INVERTED_INDEX)).alias("_index"),
+        node_only(pick(LANGUAGE)).alias(LANGUAGE),
+        node_only(pick(PUBLICATION_DATE)).alias(PUBLICATION_DATE),
+        node_only(pick(DOI)).alias(DOI),
+        node_only(pick("referenced_works")).alias(REFERENCES),
+        F.when(reason.isin(MALFORMED_JSON, MALFORMED_RECORD), F.substring(corrupt, 1, DETAIL_CHARS)).alias("detail"),
     )
-    node = F.col(REASON).isNull()
-
-    def node_only(c: str) -> Column:
-        return F.when(node, F.col(c))
-
-    return classified.select(
-        F.col(SOURCE_FILE),
-        F.regexp_extract(SOURCE_FILE, r"updated_date=([^/]+)", 1).alias("partition"),
-        F.col("updated_date"),
-        F.when(~F.col(REASON).isin(*_NOT_VERSIONS) | node, F.substring_index("_id", "/", -1)).alias(WORK_ID),
-        F.col(REASON),
-        node_only("_field").alias(FIELD),
-        node_only("_title").alias(TITLE),
-        F.when(node, abstract_text(F.col("_index"))).alias(SUMMARY),
-        node_only("_language").alias(LANGUAGE),
-        node_only("_publication_date").alias(PUBLICATION_DATE),
-        node_only("_doi").alias(DOI),
-        node_only("_references").alias(REFERENCES),
-        F.when(F.col(REASON).isin(MALFORMED_JSON, MALFORMED_RECORD), F.substring(CORRUPT_RECORD, 1, DETAIL_CHARS)).alias(
-            "detail"
-        ),
-    )
+    final = F.when(F.col("_recheck") & ~_has_words(F.col("_index")), F.lit(MISSING_ABSTRACT)).otherwise(F.col(REASON))
+    step2 = step1.withColumn(REASON, final).drop("_recheck")
+    is_node = F.col(REASON).isNull()
+    columns = {c: F.when(is_node, F.col(c)).alias(c) for c in (TITLE, LANGUAGE, PUBLICATION_DATE, DOI, REFERENCES)}
+    columns[SUMMARY] = F.when(is_node, abstract_text(F.col("_index"))).alias(SUMMARY)
+    return step2.select(*[columns.get(c, F.col(c)) for c in OPENALEX_WORKS.fieldNames()])
 
 
 def deduplicate(works: DataFrame) -> DataFrame:
@@ -209,7 +227,11 @@ def deduplicate(works: DataFrame) -> DataFrame:
         F.col(SOURCE_FILE).desc(),
         F.xxhash64(*columns).desc(),
     )
-    ranked = marked.filter(F.col("_versions").isNotNull()).withColumn("_older", F.row_number().over(newest_first) > 1)
+    ranked = (
+        marked.filter(F.col("_versions").isNotNull())
+        .withColumn("_older", F.row_number().over(newest_first) > 1)
+        .localCheckpoint()  # ranked once, however often the result is read
+    )
     cleared = {
         c: F.when(~F.col("_older"), F.col(c)).alias(c)
         for c in (FIELD, TITLE, SUMMARY, LANGUAGE, PUBLICATION_DATE, DOI, REFERENCES)
@@ -233,22 +255,26 @@ class FieldGraph:
     counts: dict
 
 
-def index_nodes(works: DataFrame, fields: list[str]) -> DataFrame:
-    """The nodes of every field with dense ids 0…N−1 per field, in work-id order.
+def index_nodes(works: DataFrame, counts: dict[str, int]) -> DataFrame:
+    """The nodes of every field in ``counts`` (field → number of nodes) with dense ids 0…N−1 per
+    field, in work-id order.
 
     The ids come from one sort of a slim (field, work id) table; each field's ids are shifted by
     the number of nodes of the fields sorted before it. The node columns then join back.
     """
     require_columns(works, OPENALEX_WORKS, "index_nodes(works)")
-    members = works.filter(F.col(REASON).isNull() & F.col(FIELD).isin(list(fields)))
-    # \u0001 sorts before any character of a field name, so keys sort by field, then work id.
+    members = works.filter(F.col(REASON).isNull() & F.col(FIELD).isin(list(counts)))
+    # \u0001 sorts before any character of a field name, so keys sort by field, then work id
+    # (and fields in the order of Python's sorted(), code point by code point, as Spark's).
     keys = members.select(F.concat_ws("\u0001", FIELD, WORK_ID).alias("_key"), FIELD, WORK_ID)
     ranked = dense_index(keys, "_key", "_rank")
-    per_field = ranked.groupBy(FIELD).agg(F.min("_rank").alias("first"), F.count("*").alias("n")).collect()
-    first = {r[FIELD]: r["first"] for r in per_field}
-    shift = F.create_map(*[F.lit(x) for kv in first.items() for x in kv])[F.col(FIELD)] if first else F.lit(0)
-    ids = ranked.select(FIELD, WORK_ID, (F.col("_rank") - shift).cast("long").alias(ID))
-    return members.join(_small(ids, sum(r["n"] for r in per_field)), [FIELD, WORK_ID]).select(
+    first, shift = {}, 0
+    for f in sorted(counts):
+        first[f] = shift
+        shift += counts[f]
+    offset = F.create_map(*[F.lit(x) for kv in first.items() for x in kv])[F.col(FIELD)] if first else F.lit(0)
+    ids = ranked.select(FIELD, WORK_ID, (F.col("_rank") - offset).cast("long").alias(ID))
+    return members.join(_small(ids, shift), [FIELD, WORK_ID]).select(
         ID, WORK_ID, TITLE, SUMMARY, LANGUAGE, FIELD, PUBLICATION_DATE, DOI, REFERENCES
     )
 
@@ -273,23 +299,33 @@ def citation_pairs(indexed: DataFrame, nodes: int | None = None) -> DataFrame:
 def symmetric_edges(pairs: DataFrame) -> DataFrame:
     """Both directions of every pair of distinct nodes: distinct, no self-loops."""
     linked = pairs.filter(F.col(SRC) != F.col(DST))
-    both_ways = F.explode(F.array(F.struct(F.col(SRC), F.col(DST)), F.struct(F.col(DST).alias(SRC), F.col(SRC).alias(DST))))
+    both_ways = F.explode(
+        F.array(F.struct(F.col(SRC), F.col(DST)), F.struct(F.col(DST).alias(SRC), F.col(SRC).alias(DST)))
+    )
     return linked.select(both_ways.alias("_e")).select(F.col(f"_e.{SRC}").alias(SRC), F.col(f"_e.{DST}").alias(DST))
 
 
 def _field_counts(indexed: DataFrame, pairs: DataFrame) -> dict[str, dict]:
     """Nodes by language and the fate of every reference, per field (two small aggregates)."""
     out: dict[str, dict] = {}
-    for r in indexed.groupBy(FIELD, LANGUAGE).agg(
-        F.count("*").alias("n"), F.sum(F.coalesce(F.size(REFERENCES), F.lit(0))).alias("refs")
-    ).collect():
+    for r in (
+        indexed.groupBy(FIELD, LANGUAGE)
+        .agg(F.count("*").alias("n"), F.sum(F.coalesce(F.size(REFERENCES), F.lit(0))).alias("refs"))
+        .collect()
+    ):
         c = out.setdefault(r[FIELD], {"languages": {}, "references": 0})
         c["languages"][r[LANGUAGE]] = r["n"]
         c["references"] += int(r["refs"])
     loop = F.col(SRC) == F.col(DST)
-    for r in pairs.groupBy(FIELD).agg(
-        F.sum("n").alias("internal"), F.sum(F.when(loop, F.col("n"))).alias("self"), F.count(F.when(~loop, 1)).alias("pairs")
-    ).collect():
+    for r in (
+        pairs.groupBy(FIELD)
+        .agg(
+            F.sum("n").alias("internal"),
+            F.sum(F.when(loop, F.col("n"))).alias("self"),
+            F.count(F.when(~loop, 1)).alias("pairs"),
+        )
+        .collect()
+    ):
         out[r[FIELD]].update(internal=int(r["internal"]), self=int(r["self"] or 0), pairs=int(r["pairs"]))
     return out
 
@@ -317,19 +353,43 @@ class OpenAlexGraphs:
     """Every requested field's graph, the input accounting, and records per part file."""
 
     graphs: dict[str, FieldGraph]
-    records: dict  # {"read": n, "nodes": {field: n}, "dropped": {reason: n}} over all fields
+    tally: dict[tuple[str | None, str | None], int]  # (reason, field) → records; field set for its works
     per_file: dict[str, int]
     problems: list[dict]
 
+    @property
+    def read(self) -> int:
+        return sum(self.tally.values())
+
     def accounting(self, field: str) -> dict:
-        """``read`` = ``kept`` + Σ ``dropped`` for one field's graph (works that are nodes of the
-        other requested fields count as ``other_field`` there)."""
-        dropped = dict(self.records["dropped"])
-        others = sum(n for f, n in self.records["nodes"].items() if f != field)
-        if others:
-            dropped[OTHER_FIELD] = dropped.get(OTHER_FIELD, 0) + others
+        """``read`` = ``kept`` + Σ ``dropped`` for one field's graph: the works of the other
+        requested fields count as ``other_field`` here, whatever else they lack."""
+        dropped: dict[str, int] = {}
+        kept = 0
+        for (reason, f), n in self.tally.items():
+            if f is not None and f != field:
+                reason = OTHER_FIELD
+            if reason is None:
+                kept += n
+            else:
+                dropped[reason] = dropped.get(reason, 0) + n
         ordered = {r: dropped[r] for r in DROP_REASONS if dropped.get(r)}
-        return {"read": self.records["read"], "kept": self.records["nodes"].get(field, 0), "dropped": ordered}
+        return {"read": self.read, "kept": kept, "dropped": ordered}
+
+    def dropped(self) -> dict[str, int]:
+        """Every record not a node of any requested field, by reason."""
+        out: dict[str, int] = {}
+        for (reason, _), n in self.tally.items():
+            if reason is not None:
+                out[reason] = out.get(reason, 0) + n
+        return {r: out[r] for r in DROP_REASONS if out.get(r)}
+
+    def nodes(self) -> dict[str, int]:
+        out = dict.fromkeys(self.graphs, 0)
+        for (reason, f), n in self.tally.items():
+            if reason is None:
+                out[f] += n
+        return out
 
 
 def build_graphs(raw: DataFrame, fields: list[str], include_xpac: bool = False) -> OpenAlexGraphs:
@@ -337,27 +397,31 @@ def build_graphs(raw: DataFrame, fields: list[str], include_xpac: bool = False) 
     # Materialised once (rows, not columnar cache: cheaper to build, and every later step reads
     # whole rows); everything after this reads it, never the snapshot again.
     works = deduplicate(classify_works(raw, fields, include_xpac).localCheckpoint())
-    tally = (
-        works.groupBy(SOURCE_FILE, REASON, FIELD)
-        .agg(F.count("*").alias("n"), F.first("detail", ignorenulls=True).alias("detail"))
+    tally = works.groupBy(SOURCE_FILE, REASON, FIELD).agg(F.count("*").alias("n")).collect()
+    examples = {
+        (r[SOURCE_FILE], r[REASON]): r["detail"]
+        for r in works.filter(F.col("detail").isNotNull())
+        .groupBy(SOURCE_FILE, REASON)
+        .agg(F.min("detail").alias("detail"))
         .collect()
-    )
+    }
     per_file: dict[str, int] = {}
+    by_reason: dict[tuple, int] = {}
     nodes = dict.fromkeys(fields, 0)
-    dropped: dict[str, int] = {}
     problems = []
-    for r in sorted(tally, key=lambda r: (r[SOURCE_FILE], r[REASON] or "")):
+    for r in sorted(tally, key=lambda r: (r[SOURCE_FILE], r[REASON] or "", r[FIELD] or "")):
         per_file[r[SOURCE_FILE]] = per_file.get(r[SOURCE_FILE], 0) + r["n"]
+        key = (r[REASON], r[FIELD])
+        by_reason[key] = by_reason.get(key, 0) + r["n"]
         if r[REASON] is None:
             nodes[r[FIELD]] += r["n"]
-        else:
-            dropped[r[REASON]] = dropped.get(r[REASON], 0) + r["n"]
-        if r["detail"] is not None and len(problems) < PROBLEMS:
-            problems.append({"file": r[SOURCE_FILE], REASON: r[REASON], "records": r["n"], "example": r["detail"]})
-    records = {"read": sum(per_file.values()), "nodes": nodes, "dropped": dropped}
-    log.info("records read %d: nodes %s, dropped %s", records["read"], nodes, dropped)
+        example = examples.get((r[SOURCE_FILE], r[REASON]))
+        if example is not None and len(problems) < PROBLEMS:
+            problems.append({"file": r[SOURCE_FILE], REASON: r[REASON], "records": r["n"], "example": example})
+    log.info("records read %d: nodes %s", sum(per_file.values()), nodes)
 
-    indexed = index_nodes(works, fields).localCheckpoint()
+    members = works.filter(F.col(REASON).isNull()).localCheckpoint()
+    indexed = index_nodes(members, nodes)
     pairs = citation_pairs(indexed, sum(nodes.values())).localCheckpoint()
     counts = _field_counts(indexed, pairs)
     graphs = {}
@@ -373,4 +437,4 @@ def build_graphs(raw: DataFrame, fields: list[str], include_xpac: bool = False) 
             edges=field_edges.coalesce(max(1, -(-c["edges"] // EDGES_PER_FILE))),
             counts=c,
         )
-    return OpenAlexGraphs(graphs=graphs, records=records, per_file=per_file, problems=problems)
+    return OpenAlexGraphs(graphs=graphs, tally=by_reason, per_file=per_file, problems=problems)

@@ -46,18 +46,20 @@ ARTICLE = "article"
 OPENALEX_PREFIX = "https://openalex.org/"
 
 # Why a record read from the snapshot is not a node, in the order the rules are applied: the
-# first that holds is the one counted, so every record has exactly one fate.
+# first that holds is the one counted, so every record has exactly one fate. The field comes
+# before the checks of the work itself: a graph's accounting details why its own field's works
+# were left out, and a work of another field is simply another field's.
 MALFORMED_JSON = "malformed_json"  # the line is not a JSON object
 MALFORMED_RECORD = "malformed_record"  # a JSON object whose fields do not fit the works schema
 MISSING_ID = "missing_id"
 DUPLICATE = "duplicate"  # an older version of a work also found in a newer partition
 XPAC = "xpac"
 WRONG_TYPE = "wrong_type"
+MISSING_FIELD = "missing_field"  # no primary_topic (records from before 2024)
+OTHER_FIELD = "other_field"
 MISSING_TITLE = "missing_title"
 MISSING_ABSTRACT = "missing_abstract"
 MISSING_LANGUAGE = "missing_language"
-MISSING_FIELD = "missing_field"  # no primary_topic (records from before 2024)
-OTHER_FIELD = "other_field"
 DROP_REASONS = (
     MALFORMED_JSON,
     MALFORMED_RECORD,
@@ -65,12 +67,14 @@ DROP_REASONS = (
     DUPLICATE,
     XPAC,
     WRONG_TYPE,
+    MISSING_FIELD,
+    OTHER_FIELD,
     MISSING_TITLE,
     MISSING_ABSTRACT,
     MISSING_LANGUAGE,
-    MISSING_FIELD,
-    OTHER_FIELD,
 )
+# Reasons decided by the work itself, after its field: counted per field.
+WORK_REASONS = (MISSING_TITLE, MISSING_ABSTRACT, MISSING_LANGUAGE)
 
 
 def field_slug(field: str) -> str:
@@ -112,9 +116,7 @@ def rebuild_abstract(index: Mapping | None) -> str | None:
     """
     if not index:
         return None
-    placed = sorted(
-        (pos, word) for word, positions in index.items() for pos in (positions or ()) if pos is not None
-    )
+    placed = sorted((pos, word) for word, positions in index.items() for pos in (positions or ()) if pos is not None)
     if not placed:
         return None
     return " ".join(word for _, word in placed)
@@ -140,17 +142,17 @@ def drop_reason(record: Mapping, fields: frozenset[str] | set[str], include_xpac
         return XPAC
     if record.get("type") != ARTICLE:
         return WRONG_TYPE
+    field = record_field(record)
+    if field is None:
+        return MISSING_FIELD
+    if field not in fields:
+        return OTHER_FIELD
     if blank(record.get("title")):
         return MISSING_TITLE
     if rebuild_abstract(inverted_index(record.get("abstract_inverted_index"))) is None:
         return MISSING_ABSTRACT
     if blank(record.get("language")):
         return MISSING_LANGUAGE
-    field = record_field(record)
-    if field is None:
-        return MISSING_FIELD
-    if field not in fields:
-        return OTHER_FIELD
     return None
 
 

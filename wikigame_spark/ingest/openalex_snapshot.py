@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import MapType, StringType, StructType
+from pyspark.sql.types import ArrayType, IntegralType, MapType, StringType, StructType
 
 from wikigame_spark.schemas import CORRUPT_RECORD, OPENALEX_RAW, OPENALEX_WORK, SOURCE_FILE
 
@@ -461,7 +461,8 @@ def plan_snapshot(
         layout=layout,
         format=data_fmt,
         works=works if isinstance(store, HadoopStore) else store.spark_path(works),
-        manifest=manifest_path and (manifest_path if isinstance(store, HadoopStore) else store.spark_path(manifest_path)),
+        manifest=manifest_path
+        and (manifest_path if isinstance(store, HadoopStore) else store.spark_path(manifest_path)),
         manifest_sha1=sha1,
         manifest_records=total,
         files=files,
@@ -522,7 +523,17 @@ def configure_s3a(spark: SparkSession, uri: str, endpoint_url: str = "", store: 
 
 
 def _file_key_column() -> F.Column:
-    return F.regexp_extract(F.col("_metadata.file_path"), r"([^/]*/[^/]*)$", 1)
+    # String functions, not a regular expression: this runs once per record.
+    return F.substring_index(F.col("_metadata.file_path"), "/", -2)
+
+
+def _integer_positions(t) -> bool:
+    return (
+        isinstance(t, MapType)
+        and isinstance(t.keyType, StringType)
+        and isinstance(t.valueType, ArrayType)
+        and isinstance(t.valueType.elementType, IntegralType)
+    )
 
 
 def _parquet_columns(spark: SparkSession, first_file: str) -> tuple[StructType, list[F.Column]]:
@@ -544,6 +555,11 @@ def _parquet_columns(spark: SparkSession, first_file: str) -> tuple[StructType, 
         elif isinstance(want.dataType, MapType) and isinstance(have.dataType, StringType):
             read_fields.append(have)
             columns.append(F.from_json(F.col(want.name), want.dataType).alias(want.name))
+        elif _integer_positions(have.dataType):
+            # Positions as another integer type (int64 from pyarrow): read as they are; the stage
+            # casts the indexes of nodes only, not every record's.
+            read_fields.append(have)
+            columns.append(F.col(want.name))
         elif isinstance(want.dataType, StructType) and isinstance(have.dataType, StructType):
             read_fields.append(want)  # nested fields are pruned to ours by name
             columns.append(F.col(want.name))
@@ -563,7 +579,9 @@ def read_works(spark: SparkSession, plan: SnapshotPlan) -> DataFrame:
     if plan.format == "parquet":
         schema, columns = _parquet_columns(spark, paths[0])
         df = spark.read.schema(schema).parquet(*paths)
-        return df.select(*columns, F.lit(None).cast("string").alias(CORRUPT_RECORD), _file_key_column().alias(SOURCE_FILE))
+        return df.select(
+            *columns, F.lit(None).cast("string").alias(CORRUPT_RECORD), _file_key_column().alias(SOURCE_FILE)
+        )
     schema = StructType([*OPENALEX_WORK.fields, OPENALEX_RAW[CORRUPT_RECORD]])
     df = (
         spark.read.schema(schema)
