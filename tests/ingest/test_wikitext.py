@@ -1,9 +1,10 @@
+import mwparserfromhell
 import pytest
 
 from tests.conftest import BNWIKI, ENWIKI, LTG
 from wikigame_spark.ingest.dumps import DumpTask, iter_pages, read_siteinfo
 from wikigame_spark.ingest.pages import normalise_links
-from wikigame_spark.ingest.wikitext import extract_fast, extract_reference, fast_links, fast_summary
+from wikigame_spark.ingest.wikitext import extract_fast, extract_reference, fast_links, fast_summary, strip_code
 
 
 @pytest.mark.parametrize(
@@ -30,6 +31,33 @@ def test_fast_summary_equals_full_parse_on_long_text():
     text = infobox + body + "\n\n{| class=wikitable\n| a || b\n|}\n"
     assert fast_summary(text) == extract_reference(text)[1]
     assert len(fast_summary(text)) == 1000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "'''Bold''' and ''italic'' &amp; &#931; &#x3a3; &nbsp; &bogus; text",
+        "== Heading [[Link|label]] ==\n\n\n\nbody {{{arg|default [[D]]}}} {{{noarg}}}",
+        "[http://example.com title ''x''] [http://example.com] http://bare.example.com/x y",
+        "a<ref name=x>{{cite|[[X]]}}</ref>b<ref name=y/>c<references/><gallery>\nFile:a.jpg\n</gallery>",
+        '<span style="{{x}}" class=a>visible</span> <br/> <div>un<b>closed',
+        "<REF>upper</REF> <Math>x</Math> <!-- comment --> <nowiki>[[no]] {{no}}</nowiki>",
+        "{| class=wikitable\n|+ caption\n! h1 !! h2\n|-\n| [[a]] || b\n|}\n* item\n# num\n; term : def",
+        "[[File:a.jpg|thumb|caption with [[Nested|link]] and {{tpl}}]] [[Category:X]] [[:en:Y|z]]",
+        "{{unclosed [[Link]] text",
+        "[[Foo|]] [[|bar]] [[]] [[a|b|c]] <ref>unclosed ref",
+    ],
+)
+def test_strip_code_equals_the_librarys(text):
+    assert strip_code(text) == mwparserfromhell.parse(text).strip_code()
+
+
+@pytest.mark.parametrize("path", [LTG, ENWIKI, BNWIKI])
+def test_strip_code_equals_the_librarys_on_every_real_page(path):
+    """Every page of every namespace: templates, tables, galleries, references, localised markup."""
+    texts = [r["text"] for r in iter_pages(DumpTask(path)) if r.get("text")]
+    assert len(texts) > 200
+    assert [t[:60] for t in texts if strip_code(t) != mwparserfromhell.parse(t).strip_code()] == []
 
 
 @pytest.mark.parametrize(
