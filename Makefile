@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 
-.PHONY: install test demo bench lint clean
+.PHONY: install test demo bench lint clean llama-server
 
 install: $(VENV)/.installed jars/.installed
 
@@ -29,7 +29,25 @@ jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 	mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars
 	touch $@
 
-test: install
+# llama.cpp's own server (parallel slots decoded in one batch), for the LLM concurrency benchmark
+# and test: built from the llama.cpp source vendored in the installed llama-cpp-python's PyPI sdist,
+# so both engines run the same llama.cpp. About 8 minutes on 2 cores, once.
+LLAMA_SERVER_BIN := .cache/llama.cpp/bin/llama-server
+llama-server: $(LLAMA_SERVER_BIN)
+$(LLAMA_SERVER_BIN): $(VENV)/.installed
+	@command -v cmake >/dev/null || { apt-get update -qq && apt-get install -y -qq cmake; }
+	@v=$$($(PY) -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))'); d=.cache/llama.cpp; \
+	  rm -rf $$d/src $$d/build && mkdir -p $$d/src $$d/bin && \
+	  $(PY) -m pip download -q --no-binary :all: --no-deps -d $$d llama-cpp-python==$$v && \
+	  tar xzf $$d/llama_cpp_python-$$v.tar.gz -C $$d/src --strip-components=3 llama_cpp_python-$$v/vendor/llama.cpp && \
+	  echo "building llama-server $$v (log: $$d/build.log)" && \
+	  cmake -S $$d/src -B $$d/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+	    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
+	    -DLLAMA_CURL=OFF > $$d/build.log 2>&1 && \
+	  cmake --build $$d/build --target llama-server -j$$(nproc) >> $$d/build.log 2>&1 && \
+	  cp $$d/build/bin/llama-server $@ && rm -rf $$d/src $$d/build
+
+test: install llama-server
 	$(PY) -m pytest -q tests
 
 # The main job on the embedded default, then the whole study on it: the complete Latgalian
@@ -56,8 +74,9 @@ demo: install
 	$(PY) jobs/report.py --experiment wikigame-demo --output $(OUT)/report --overwrite
 	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
 
-bench: install
+bench: install llama-server
 	$(PY) bench/bench_wikipedia.py
+	$(PY) bench/bench_openalex.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_llm.py

@@ -1,10 +1,15 @@
 """Benchmark: LLM games per minute with many requests in flight vs one at a time.
 
-Plays the same games on the real Latgalian graph against llama.cpp's OpenAI-compatible server
-with the Gemma-3-270M GGUF (started here on 127.0.0.1), with ``concurrency`` 1 and N; prints games
-per minute, the ratio, and tokens per game. Replies are not cached.
+Plays the same games on the real Latgalian graph against a llama.cpp OpenAI-compatible server with
+the Gemma-3-270M GGUF (started here on 127.0.0.1), with ``concurrency`` 1 and N on the same server;
+prints games per minute, the ratio, and queries and tokens per game. Replies are not cached. Each
+engine is measured: ``python`` (llama_cpp.server: one request at a time whatever is in flight) and
+``native`` (llama.cpp's llama-server with N parallel slots decoded in one batch). Both run on this
+machine's 2 cores, so they show what limits a local server; the same games against a stand-in for
+a hosted API (a fixed ``--latency`` per request, no work here) show what the client itself does.
 
-    python bench/bench_llm.py [--games 8] [--concurrency 8] [--max-steps 3]
+    python bench/bench_llm.py [--games 8] [--concurrency 8] [--max-steps 3] [--engines python native]
+        [--latency 1.0]
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ sys.path.insert(0, ROOT)
 import pyarrow.parquet as pq
 
 from bench.bench_play import build_real
+from tests.llm.faulty_server import FaultyServer
 from tests.play.games import write_games
 from wikigame_spark.agents.llm import LlmAgent
-from wikigame_spark.agents.local_server import LlamaServer
+from wikigame_spark.agents.local_server import ENGINES, NATIVE, LlamaServer
 from wikigame_spark.play.engine import play_games
 from wikigame_spark.play.worker_graph import WorkerGraph
 
@@ -33,6 +39,10 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--max-steps", type=int, default=3)
     p.add_argument("--max-titles", type=int, default=50)
+    p.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
+    p.add_argument(
+        "--latency", type=float, default=1.0, help="seconds per request of the hosted-API stand-in (0: skip)"
+    )
     args = p.parse_args()
     from wikigame_spark.session import build_session
 
@@ -42,30 +52,43 @@ def main() -> None:
         write_games(graph_dir, args.games, seed=3, path=games_dir)
     games = pq.read_table(f"{games_dir}/games").to_pylist()
     graph = WorkerGraph.from_directory(graph_dir)
-    with LlamaServer() as server:
-        results = {}
-        for concurrency in (1, args.concurrency):
-            settings = {
-                "model": server.model,
-                "base_url": server.base_url,
-                "max_titles": args.max_titles,
-                "concurrency": concurrency,
-                "timeout": 300,
-                "max_tokens": 100,
-            }
-            agent = LlmAgent(graph, settings, {})
-            start = time.perf_counter()
-            rows = play_games(games, graph, agent, args.max_steps, "llm", server.model)
-            results[concurrency] = (rows, time.perf_counter() - start)
+    print(f"{len(games)} games on the Latgalian graph, <= {args.max_steps} steps, <= {args.max_titles} titles shown")
+    for engine in args.engines:
+        parallel = args.concurrency if engine == NATIVE else 1
+        with LlamaServer(engine=engine, parallel=parallel) as server:
+            label = f"{engine} engine ({parallel} slot{'s' if parallel > 1 else ''})"
+            compare(label, games, graph, server.base_url, server.model, args)
+    if args.latency > 0:
+        with FaultyServer(latency=args.latency) as server:
+            compare(f"hosted-API stand-in ({args.latency:.1f} s per request)", games, graph, server.url, "any", args)
+
+
+def compare(label: str, games: list[dict], graph: WorkerGraph, base_url: str, model: str, args) -> None:
+    """Play the games with one request at a time, then with ``args.concurrency`` in flight."""
+    results = {}
+    for concurrency in (1, args.concurrency):
+        settings = {
+            "model": model,
+            "base_url": base_url,
+            "max_titles": args.max_titles,
+            "concurrency": concurrency,
+            "timeout": 600,
+            "max_tokens": 100,
+        }
+        agent = LlmAgent(graph, settings, {})
+        start = time.perf_counter()
+        rows = play_games(games, graph, agent, args.max_steps, "llm", model)
+        results[concurrency] = (rows, time.perf_counter() - start)
     for concurrency, (rows, seconds) in results.items():
         tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows) / len(rows)
+        completion = sum(r["completion_tokens"] for r in rows) / len(rows)
         queries = sum(r["queries"] for r in rows) / len(rows)
         print(
-            f"concurrency {concurrency}: {len(rows) / seconds * 60:.1f} games/min ({seconds:.0f} s), "
-            f"{queries:.1f} queries and {tokens:.0f} tokens per game"
+            f"{label}, concurrency {concurrency}: {len(rows) / seconds * 60:.1f} games/min ({seconds:.0f} s), "
+            f"{queries:.1f} queries, {tokens:.0f} tokens ({completion:.0f} generated) per game"
         )
     (_, t1), (_, tn) = results[1], results[args.concurrency]
-    print(f"ratio {t1 / tn:.2f}x with concurrency {args.concurrency} (bar >= 4x)")
+    print(f"{label}: ratio {t1 / tn:.2f}x with concurrency {args.concurrency} (bar >= 4x)")
 
 
 if __name__ == "__main__":

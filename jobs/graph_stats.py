@@ -32,16 +32,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def write_bytes(spark, path: str, data: bytes) -> None:
-    """Binary file through Hadoop's FileSystem (io.py has text and JSON writers only)."""
-    fs, jpath = io._fs(spark, path)
-    out = fs.create(jpath, True)
-    try:
-        out.write(bytearray(data))
-    finally:
-        out.close()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     overrides = {k: v for k, v in vars(args).items() if k != "config"}
@@ -68,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     with io.staged_output(spark, output, cfg.overwrite) as staging:
         io.write_json(spark, f"{staging}/{STATS_JSON}", report)
-        write_bytes(spark, f"{staging}/{REACH_PNG}", png)
+        io.write_bytes(spark, f"{staging}/{REACH_PNG}", png)
     params = {**flatten(cfg), "graph_manifest_sha1": identity["manifest_sha1"], "code_version": io.code_version()}
     with tracking.start_run(cfg.experiment, run_name=f"graph_stats {name}", params=params) as run:
         tracking.log_metrics(stats["table1"])

@@ -15,34 +15,10 @@ try:  # run as a script: the repository is this folder's parent
 except NameError:  # on Databricks the working directory is the notebook's folder
     ROOT = os.path.dirname(os.getcwd())
 sys.path.insert(0, ROOT)
-ON_DATABRICKS = "dbutils" in globals()
-if ON_DATABRICKS:
-    os.environ.setdefault("MLFLOW_TRACKING_URI", "databricks")
-else:
-    os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
-ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")  # local defaults: the real small data
-OUT = os.path.join(ROOT, "out", "notebooks")
-VOLUME = "/Volumes/main/default/wikigame"  # Databricks defaults: a Unity Catalog volume
+from wikigame_spark.notebook import VOLUME, Notebook
 
-
-def widget(name: str, default: str, on_databricks: str | None = None) -> str:
-    """A text widget on Databricks; elsewhere ``--name=value`` on the command line, else the default."""
-    if ON_DATABRICKS:
-        dbutils.widgets.text(name, default if on_databricks is None else on_databricks)  # noqa: F821
-        return dbutils.widgets.get(name)  # noqa: F821
-    return ARGS.get(name, default)
-
-
-def show(table) -> None:
-    """Databricks' ``display``; a printout elsewhere."""
-    if ON_DATABRICKS:
-        display(table)  # noqa: F821
-    elif hasattr(table, "show"):
-        table.show(20, truncate=60)
-    else:
-        print(table.to_string() if hasattr(table, "to_string") else table)
-
+nb = Notebook(globals(), ROOT)
+ON_DATABRICKS, DATA, OUT, widget, show = nb.on_databricks, nb.data, nb.out, nb.widget, nb.show
 
 # COMMAND ----------
 

@@ -30,34 +30,39 @@ class OutputExistsError(FileExistsError):
     """The output directory exists and ``--overwrite`` was not given."""
 
 
-def _fs(spark: SparkSession, path: str):
+def filesystem(spark: SparkSession, path: str):
+    """``(Hadoop FileSystem, Path)`` of a path on any store Spark reads (local, S3, DBFS, HDFS)."""
     jvm = spark.sparkContext._jvm
     jpath = jvm.org.apache.hadoop.fs.Path(path)
     return jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), jpath
 
 
 def exists(spark: SparkSession, path: str) -> bool:
-    fs, jpath = _fs(spark, path)
+    fs, jpath = filesystem(spark, path)
     return fs.exists(jpath)
 
 
 def delete(spark: SparkSession, path: str) -> None:
-    fs, jpath = _fs(spark, path)
+    fs, jpath = filesystem(spark, path)
     if fs.exists(jpath):
         fs.delete(jpath, True)
 
 
-def write_text(spark: SparkSession, path: str, text: str) -> None:
-    fs, jpath = _fs(spark, path)
+def write_bytes(spark: SparkSession, path: str, data: bytes) -> None:
+    fs, jpath = filesystem(spark, path)
     out = fs.create(jpath, True)
     try:
-        out.write(bytearray(text.encode("utf-8")))
+        out.write(bytearray(data))
     finally:
         out.close()
 
 
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    write_bytes(spark, path, text.encode("utf-8"))
+
+
 def read_text(spark: SparkSession, path: str) -> str:
-    fs, jpath = _fs(spark, path)
+    fs, jpath = filesystem(spark, path)
     if not fs.exists(jpath):
         raise FileNotFoundError(f"{path}: not found")
     stream = fs.open(jpath)
@@ -96,8 +101,8 @@ def staged_output(spark: SparkSession, path: str, overwrite: bool) -> Iterator[s
     except BaseException:
         delete(spark, staging)
         raise
-    fs, jstaging = _fs(spark, staging)
-    _, jpath = _fs(spark, path)
+    fs, jstaging = filesystem(spark, staging)
+    _, jpath = filesystem(spark, path)
     if fs.exists(jpath):
         fs.delete(jpath, True)
     parent = jpath.getParent()

@@ -2,7 +2,9 @@
 
 The target's title (from the conversation's JSON message) picks the behaviour, so one run covers
 every failure: 500s, timeouts, refusals, non-JSON, blank replies, invented titles, replies
-without a title or without answer tags, and transient 429/500 before a good answer.
+without a title or without answer tags, and transient 429/500 before a good answer. Any other
+target gets a good answer (the target if listed, else the first title) after ``latency`` seconds:
+the stand-in for a hosted API, whose time per request is waiting, not this machine's work.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ def _titles(messages: list[dict]) -> list[str]:
 
 
 class FaultyServer:
-    def __init__(self, delay: float = 2.0) -> None:
+    def __init__(self, delay: float = 2.0, latency: float = 0.0) -> None:
         self.delay = delay
+        self.latency = latency
         self.requests: list[dict] = []
         self.calls: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -39,6 +42,7 @@ class FaultyServer:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def _reply_for(self, body: dict) -> tuple[int, str | None]:
+        time.sleep(self.latency)
         messages = body["messages"]
         target = _target(messages)
         with self._lock:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import DATA, ROOT
 from wikigame_spark.evaluation.figures import PNG_SIGNATURE
+from wikigame_spark.notebook import VOLUME, Notebook
 
 NOTEBOOKS = os.path.join(ROOT, "notebooks")
 
@@ -51,7 +52,41 @@ def test_notebooks_are_in_databricks_source_format():
         text = open(os.path.join(NOTEBOOKS, name), encoding="utf-8").read()
         assert text.startswith("# Databricks notebook source\n")
         assert text.count("\n# COMMAND ----------\n") >= 3
-        assert "dbutils.widgets.text" in text and "display(" in text
+        assert "Notebook(globals(), ROOT)" in text and "widget(" in text and "show(" in text
+
+
+class Widgets:
+    """Databricks' ``dbutils.widgets``: text widgets whose values the user may have changed."""
+
+    def __init__(self, changed: dict):
+        self.created, self.changed = {}, changed
+
+    def text(self, name, default):
+        self.created[name] = default
+
+    def get(self, name):
+        return self.changed.get(name, self.created[name])
+
+
+def test_notebook_on_databricks_uses_widgets_display_and_the_workspace_mlflow(monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    shown = []
+    dbutils = type("DBUtils", (), {"widgets": Widgets({"games": "50"})})()
+    nb = Notebook({"dbutils": dbutils, "display": shown.append}, ROOT)
+    assert nb.on_databricks and os.environ["MLFLOW_TRACKING_URI"] == "databricks"
+    assert nb.widget("out", "/local/out", f"{VOLUME}/out") == f"{VOLUME}/out"
+    assert nb.widget("games", "200") == "50" and dbutils.widgets.created == {"out": f"{VOLUME}/out", "games": "200"}
+    nb.show("table")
+    assert shown == ["table"]
+
+
+def test_notebook_as_a_script_reads_name_value_arguments(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["04_play.py", "--games=7", "ignored"])
+    nb = Notebook({}, ROOT)
+    assert not nb.on_databricks and nb.widget("games", "200") == "7" and nb.widget("seed", "0") == "0"
+    assert nb.data == os.path.join(os.path.dirname(ROOT), "shared", "data")
+    nb.show("printed")
+    assert capsys.readouterr().out == "printed\n"
 
 
 def test_wikipedia_chain_build_sample_play_report(tmp_path, env):

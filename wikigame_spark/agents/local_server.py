@@ -1,9 +1,16 @@
 """A local OpenAI-compatible server: llama.cpp's, with the Gemma-3-270M GGUF shipped on PyPI.
 
 Used by ``make demo``, the tests and the benchmarks, so that the LLM agents run for real with no
-model hub and no account. The server listens on 127.0.0.1 only.
+model hub and no account. The server listens on 127.0.0.1 only. Two engines serve the same model:
 
-    python -m wikigame_spark.agents.local_server --port 8080     # serve until interrupted
+* ``python``: ``python -m llama_cpp.server`` from ``llama-cpp-python[server]`` (installed by
+  ``make install``). It answers one request at a time, however many are in flight.
+* ``native``: llama.cpp's own ``llama-server``, with ``--parallel`` slots decoded together in one
+  batch (continuous batching), as production servers (llama.cpp, vLLM) run. ``make llama-server``
+  builds it from the llama.cpp source inside the installed llama-cpp-python's PyPI sdist;
+  ``LLAMA_SERVER`` names another binary.
+
+    python -m wikigame_spark.agents.local_server --port 8080 [--engine native --parallel 8]
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -21,6 +29,8 @@ import urllib.request
 from wikigame_spark.session import PROJECT_DIR
 
 MODEL_ALIAS = "gemma-3-270m"
+PYTHON, NATIVE = "python", "native"
+ENGINES = (PYTHON, NATIVE)
 
 
 def gguf_path() -> str:
@@ -32,6 +42,15 @@ def gguf_path() -> str:
     return str(gemma.assemble(os.path.join(PROJECT_DIR, ".cache", "models", gemma.MODEL_NAME)))
 
 
+def native_binary() -> str:
+    """llama.cpp's ``llama-server``: ``$LLAMA_SERVER``, else the one ``make llama-server`` built."""
+    built = os.path.join(PROJECT_DIR, ".cache", "llama.cpp", "bin", "llama-server")
+    path = os.environ.get("LLAMA_SERVER") or (built if os.path.exists(built) else shutil.which("llama-server"))
+    if not path or not os.access(path, os.X_OK):
+        raise RuntimeError(f"no llama-server binary: run `make llama-server` (builds {built}) or set LLAMA_SERVER")
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -39,42 +58,68 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """``python -m llama_cpp.server`` on 127.0.0.1 for the lifetime of a ``with`` block."""
+    """A llama.cpp server (either engine) on 127.0.0.1 for the lifetime of a ``with`` block."""
 
-    def __init__(self, port: int = 0, n_ctx: int = 8192, threads: int | None = None, log_path: str | None = None):
+    def __init__(
+        self,
+        port: int = 0,
+        n_ctx: int = 8192,
+        threads: int | None = None,
+        log_path: str | None = None,
+        engine: str = PYTHON,
+        parallel: int = 1,
+    ):
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+        if engine == PYTHON and parallel != 1:
+            raise ValueError("llama_cpp.server has no parallel slots: use engine='native' for parallel > 1")
         self.port = port or free_port()
         self.n_ctx = n_ctx
         self.threads = threads or max(1, (os.cpu_count() or 2))
+        self.engine = engine
+        self.parallel = parallel
         self.log_path = log_path or os.path.join(PROJECT_DIR, ".cache", f"llama-server-{self.port}.log")
         self.proc: subprocess.Popen | None = None
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.model = MODEL_ALIAS
 
-    def start(self, timeout: float = 300) -> LlamaServer:
-        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-        cmd = [
+    def command(self) -> list[str]:
+        where = ["--host", "127.0.0.1", "--port", str(self.port)]
+        if self.engine == NATIVE:
+            # Every slot gets n_ctx tokens of context; no web UI.
+            return [native_binary(), "--model", gguf_path(), "--alias", MODEL_ALIAS, *where] + [
+                "--ctx-size",
+                str(self.n_ctx * self.parallel),
+                "--parallel",
+                str(self.parallel),
+                "--threads",
+                str(self.threads),
+                "--no-webui",
+            ]
+        model = ["--model", gguf_path(), "--model_alias", MODEL_ALIAS]
+        return [
             sys.executable,
             "-m",
             "llama_cpp.server",
-            "--model",
-            gguf_path(),
-            "--model_alias",
-            MODEL_ALIAS,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
+            *model,
+            *where,
             "--n_ctx",
             str(self.n_ctx),
             "--n_threads",
             str(self.threads),
         ]
+
+    def start(self, timeout: float = 300) -> LlamaServer:
+        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        cmd = self.command()
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"llama.cpp server exited with {self.proc.returncode}; see {self.log_path}")
+                raise RuntimeError(
+                    f"llama.cpp server ({self.engine}) exited with {self.proc.returncode}; see {self.log_path}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
                     if json.load(r).get("data"):
@@ -102,9 +147,11 @@ class LlamaServer:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--n-ctx", type=int, default=8192)
+    p.add_argument("--n-ctx", type=int, default=8192, help="context tokens per request")
+    p.add_argument("--engine", choices=ENGINES, default=PYTHON)
+    p.add_argument("--parallel", type=int, default=1, help="requests decoded together (native engine)")
     args = p.parse_args()
-    with LlamaServer(args.port, args.n_ctx) as server:
+    with LlamaServer(args.port, args.n_ctx, engine=args.engine, parallel=args.parallel) as server:
         print(f"serving {server.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             server.proc.wait()

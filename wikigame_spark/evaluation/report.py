@@ -153,7 +153,7 @@ def _plays_of(spark: SparkSession, run: PlayRun) -> tuple[DataFrame, str]:
     except FileNotFoundError:
         manifest = {}
     if manifest.get("mlflow_run_id") == run.run_id:
-        fs, pattern = io._fs(spark, f"{run.plays_dir}/part-*")
+        fs, pattern = io.filesystem(spark, f"{run.plays_dir}/part-*")
         parts = sorted(f"{s.getPath().toString()}/plays" for s in (fs.globStatus(pattern) or []))
         if not parts:
             return spark.createDataFrame([], PLAYS), run.plays_dir
@@ -557,19 +557,10 @@ def write_local(files: dict[str, bytes], directory: str) -> None:
             f.write(data)
 
 
-def _write_bytes(spark: SparkSession, path: str, data: bytes) -> None:
-    fs, jpath = io._fs(spark, path)
-    out = fs.create(jpath, True)
-    try:
-        out.write(bytearray(data))
-    finally:
-        out.close()
-
-
 def publish(spark: SparkSession, files: dict[str, bytes], output: str) -> None:
     """Write the report folder atomically: on a local disk with plain files (Hadoop's local
     filesystem would add a ``.crc`` beside each), elsewhere through Hadoop (DBFS, S3, HDFS…)."""
-    fs, jpath = io._fs(spark, output)
+    fs, jpath = io.filesystem(spark, output)
     if fs.getUri().getScheme() == "file":
         target = fs.makeQualified(jpath).toUri().getPath()
         staging = f"{target}._staging-{uuid.uuid4().hex[:8]}"
@@ -583,7 +574,7 @@ def publish(spark: SparkSession, files: dict[str, bytes], output: str) -> None:
         return
     with io.staged_output(spark, output, overwrite=True) as staging:
         for rel, data in files.items():
-            _write_bytes(spark, f"{staging}/{rel}", data)
+            io.write_bytes(spark, f"{staging}/{rel}", data)
 
 
 def log_artifacts(files: dict[str, bytes]) -> None:
