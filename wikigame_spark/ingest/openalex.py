@@ -165,6 +165,9 @@ def classify_works(raw: DataFrame, fields: list[str], include_xpac: bool = False
         .when(~has_words, F.lit(MISSING_ABSTRACT))
         .when(_blank(pick(LANGUAGE)), F.lit(MISSING_LANGUAGE))
     )
+    # Decided once per record: referenced below many times, the rule chain is not re-evaluated.
+    raw = raw.withColumn("_reason", reason)
+    reason = F.col("_reason")
     node = reason.isNull()
     in_fields = node | reason.isin(*WORK_REASONS)  # works of the requested fields
 
@@ -175,7 +178,7 @@ def classify_works(raw: DataFrame, fields: list[str], include_xpac: bool = False
     # (which the JVM does not compile) run in step 2 on the indexes of nodes only: the abstract
     # text, and the exact abstract check for the rare record step 1 was unsure about.
     after_abstract = reason.isNull() | (reason == MISSING_LANGUAGE)
-    recheck = unsure & after_abstract
+    recheck = after_abstract & unsure  # short-circuit: most records never reach the abstract check
     step1 = raw.select(
         F.col(SOURCE_FILE),
         _partition(F.col(SOURCE_FILE)).alias("partition"),
