@@ -71,7 +71,7 @@ demo: install
 	trap "kill $$server 2>/dev/null" EXIT; \
 	for i in $$(seq 300); do curl -sf http://127.0.0.1:$(LLAMA_PORT)/v1/models >/dev/null && break; sleep 1; done; \
 	$(DEMO_PLAY) --agent llm --model gemma-3-270m --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100 \
-	  --concurrency 1  # llama_cpp.server answers one request at a time: more in flight only evict its prompt cache
+	  --max-tokens 200 --concurrency 1  # llama_cpp.server: one request at a time, replies capped
 	$(PY) jobs/report.py --experiment wikigame-demo --output $(OUT)/report --overwrite
 	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
 

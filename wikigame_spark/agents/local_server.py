@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -133,7 +134,7 @@ class LlamaServer:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=10)  # uvicorn may wait on a graceful shutdown
             except subprocess.TimeoutExpired:
                 self.proc.kill()
 
@@ -151,6 +152,8 @@ def main() -> None:
     p.add_argument("--engine", choices=ENGINES, default=PYTHON)
     p.add_argument("--parallel", type=int, default=1, help="requests decoded together (native engine)")
     args = p.parse_args()
+    # `kill` (as `make demo` does when it is done) must stop the server process too, not orphan it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with LlamaServer(args.port, args.n_ctx, engine=args.engine, parallel=args.parallel) as server:
         print(f"serving {server.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
