@@ -7,17 +7,9 @@
 
 # COMMAND ----------
 
-import os
-import sys
-
-try:  # run as a script: the repository is this folder's parent
-    ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-except NameError:  # on Databricks the working directory is the notebook's folder
-    ROOT = os.path.dirname(os.getcwd())
-sys.path.insert(0, ROOT)
 from wikigame_spark.notebook import VOLUME, Notebook
 
-nb = Notebook(globals(), ROOT)
+nb = Notebook(globals())
 ON_DATABRICKS, DATA, OUT, widget, show = nb.on_databricks, nb.data, nb.out, nb.widget, nb.show
 
 # COMMAND ----------

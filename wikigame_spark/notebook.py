@@ -2,7 +2,9 @@
 
 A notebook runs on Databricks (widgets, ``display``, a Unity Catalog volume, the workspace's MLflow)
 or as a plain script here (``--name=value`` arguments, printouts, the real small data beside the
-repository). The notebook passes its ``globals()``, where Databricks puts ``dbutils`` and ``display``.
+repository). The notebook passes its ``globals()``, where Databricks puts ``dbutils`` and ``display``
+(and a script its ``__file__``). ``wikigame_spark`` is importable in both: installed in the project's
+``.venv``, and on a cluster as the wheel the README says to install.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ VOLUME = "/Volumes/main/default/wikigame"  # Databricks defaults: a Unity Catalo
 
 
 class Notebook:
-    def __init__(self, namespace: dict, root: str):
+    def __init__(self, namespace: dict):
+        try:  # run as a script: the repository is the notebook folder's parent
+            root = os.path.dirname(os.path.dirname(os.path.abspath(namespace["__file__"])))
+        except KeyError:  # on Databricks the working directory is the notebook's folder
+            root = os.path.dirname(os.getcwd())
         self.dbutils = namespace.get("dbutils")
         self.display = namespace.get("display")
         self.on_databricks = self.dbutils is not None

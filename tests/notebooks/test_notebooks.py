@@ -52,7 +52,7 @@ def test_notebooks_are_in_databricks_source_format():
         text = open(os.path.join(NOTEBOOKS, name), encoding="utf-8").read()
         assert text.startswith("# Databricks notebook source\n")
         assert text.count("\n# COMMAND ----------\n") >= 3
-        assert "Notebook(globals(), ROOT)" in text and "widget(" in text and "show(" in text
+        assert "Notebook(globals())" in text and "widget(" in text and "show(" in text
 
 
 class Widgets:
@@ -72,7 +72,7 @@ def test_notebook_on_databricks_uses_widgets_display_and_the_workspace_mlflow(mo
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     shown = []
     dbutils = type("DBUtils", (), {"widgets": Widgets({"games": "50"})})()
-    nb = Notebook({"dbutils": dbutils, "display": shown.append}, ROOT)
+    nb = Notebook({"dbutils": dbutils, "display": shown.append})
     assert nb.on_databricks and os.environ["MLFLOW_TRACKING_URI"] == "databricks"
     assert nb.widget("out", "/local/out", f"{VOLUME}/out") == f"{VOLUME}/out"
     assert nb.widget("games", "200") == "50" and dbutils.widgets.created == {"out": f"{VOLUME}/out", "games": "200"}
@@ -82,7 +82,7 @@ def test_notebook_on_databricks_uses_widgets_display_and_the_workspace_mlflow(mo
 
 def test_notebook_as_a_script_reads_name_value_arguments(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["04_play.py", "--games=7", "ignored"])
-    nb = Notebook({}, ROOT)
+    nb = Notebook({"__file__": os.path.join(NOTEBOOKS, "04_play.py")})
     assert not nb.on_databricks and nb.widget("games", "200") == "7" and nb.widget("seed", "0") == "0"
     assert nb.data == os.path.join(os.path.dirname(ROOT), "shared", "data")
     nb.show("printed")

@@ -84,13 +84,17 @@ def _rows(long: pd.DataFrame, labels: list[str], graphs: list[str]) -> pd.DataFr
     return long.assign(_order=order).sort_values("_order").drop(columns="_order")
 
 
+def _bars_by_agent(rows: pd.DataFrame, graphs: list[str]):
+    """A horizontal bar chart's figure, axes, bar positions (top to bottom) and row names."""
+    fig = Figure(figsize=(7.5, 1.2 + 0.42 * len(rows)))
+    y = np.arange(len(rows))[::-1]
+    return fig, fig.add_subplot(), y, [_row_name(r[LABEL], r[GRAPH], graphs) for _, r in rows.iterrows()]
+
+
 def success_by_agent(success: pd.DataFrame, labels: list[str], graphs: list[str]) -> bytes:
     """Fig 2A: success rate of each agent (on each graph) with ± one standard deviation."""
     rows = _rows(success, labels, graphs)
-    names = [_row_name(r[LABEL], r[GRAPH], graphs) for _, r in rows.iterrows()]
-    fig = Figure(figsize=(7.5, 1.2 + 0.42 * len(rows)))
-    ax = fig.add_subplot()
-    y = np.arange(len(rows))[::-1]
+    fig, ax, y, names = _bars_by_agent(rows, graphs)
     ax.barh(y, rows["success_rate"], xerr=rows["success_rate_sd"].fillna(0), color="tab:blue", capsize=3)
     for yi, (_, r) in zip(y, rows.iterrows()):
         right = r["success_rate"] + (0 if pd.isna(r["success_rate_sd"]) else r["success_rate_sd"])
@@ -182,10 +186,7 @@ def steps_histogram(label: str, graph: str, counts: pd.DataFrame, fit: StepFits)
 def mean_steps(steps: pd.DataFrame, labels: list[str], graphs: list[str]) -> bytes:
     """Fig 3D: mean steps above optimal of the successful games ± standard error."""
     rows = _rows(steps, labels, graphs)
-    names = [_row_name(r[LABEL], r[GRAPH], graphs) for _, r in rows.iterrows()]
-    fig = Figure(figsize=(7.5, 1.2 + 0.42 * len(rows)))
-    ax = fig.add_subplot()
-    y = np.arange(len(rows))[::-1]
+    fig, ax, y, names = _bars_by_agent(rows, graphs)
     means = rows["steps_above_optimal_mean"].fillna(0)
     tops = means + rows["steps_above_optimal_se"].fillna(0)
     limit = max(float(tops.max()) * 1.45, 1.0)
