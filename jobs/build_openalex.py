@@ -14,7 +14,7 @@ import argparse
 import datetime as dt
 
 from wikigame_spark import cli, io
-from wikigame_spark.config import OpenAlexBuildConfig, default_yaml, flatten, load_config
+from wikigame_spark.config import OpenAlexBuildConfig, flatten, job_config
 from wikigame_spark.ingest.openalex import build_graphs
 from wikigame_spark.ingest.openalex_records import field_slug
 from wikigame_spark.ingest.openalex_snapshot import (
@@ -49,8 +49,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    overrides = {k: v for k, v in vars(args).items() if k != "config"}
-    cfg = load_config(OpenAlexBuildConfig, args.config or default_yaml("build_openalex"), overrides)
+    cfg = job_config(OpenAlexBuildConfig, "build_openalex", args)
     started = dt.datetime.now(dt.timezone.utc)
     spark = build_session("build_openalex")
 

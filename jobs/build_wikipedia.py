@@ -9,7 +9,7 @@ import argparse
 import datetime as dt
 
 from wikigame_spark import cli, io
-from wikigame_spark.config import WikipediaBuildConfig, default_yaml, flatten, load_config
+from wikigame_spark.config import WikipediaBuildConfig, flatten, job_config
 from wikigame_spark.ingest.dumps import expand_inputs, plan_tasks
 from wikigame_spark.ingest.wikipedia import build_graph, dump_siteinfo, read_dump_pages
 from wikigame_spark.schemas import EDGES, NODES, REDIRECTS
@@ -31,8 +31,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    overrides = {k: v for k, v in vars(args).items() if k != "config"}
-    cfg = load_config(WikipediaBuildConfig, args.config or default_yaml("build_wikipedia"), overrides)
+    cfg = job_config(WikipediaBuildConfig, "build_wikipedia", args)
     started = dt.datetime.now(dt.timezone.utc)
     files = expand_inputs(list(cfg.inputs))
     site = dump_siteinfo(files, cfg.lang)

@@ -10,7 +10,7 @@ import argparse
 import datetime as dt
 
 from wikigame_spark import cli, io, tracking
-from wikigame_spark.config import GraphStatsConfig, default_yaml, flatten, load_config
+from wikigame_spark.config import GraphStatsConfig, flatten, job_config
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.stats import graph_stats, plot_reach
 from wikigame_spark.session import build_session
@@ -34,8 +34,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    overrides = {k: v for k, v in vars(args).items() if k != "config"}
-    cfg = load_config(GraphStatsConfig, args.config or default_yaml("graph_stats"), overrides)
+    cfg = job_config(GraphStatsConfig, "graph_stats", args)
     output = (cfg.output or f"{cfg.graph.rstrip('/')}/stats").rstrip("/")
     started = dt.datetime.now(dt.timezone.utc)
     spark = build_session("graph_stats")

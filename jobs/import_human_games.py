@@ -21,7 +21,7 @@ import mlflow
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from wikigame_spark import cli, io, tracking
-from wikigame_spark.config import HumanImportConfig, default_yaml, flatten, load_config
+from wikigame_spark.config import HumanImportConfig, flatten, job_config
 from wikigame_spark.evaluation import humans
 from wikigame_spark.evaluation.metrics import summarise
 from wikigame_spark.play.report import graph_params
@@ -45,8 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    overrides = {k: v for k, v in vars(args).items() if k != "config"}
-    cfg = load_config(HumanImportConfig, args.config or default_yaml("import_human_games"), overrides)
+    cfg = job_config(HumanImportConfig, "import_human_games", args)
     started = dt.datetime.now(dt.timezone.utc)
     spark = build_session("import_human_games")
     graph = cfg.graph.rstrip("/")

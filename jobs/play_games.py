@@ -13,7 +13,7 @@ import tempfile
 import mlflow
 
 from wikigame_spark import cli, io, tracking
-from wikigame_spark.config import PlayConfig, default_yaml, flatten, load_config
+from wikigame_spark.config import PlayConfig, flatten, job_config
 from wikigame_spark.evaluation.metrics import summarise
 from wikigame_spark.play import runs
 from wikigame_spark.play.report import graph_params, sample_routes
@@ -66,8 +66,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    overrides = {k: v for k, v in vars(args).items() if k != "config"}
-    cfg = load_config(PlayConfig, args.config or default_yaml("play_games"), overrides)
+    cfg = job_config(PlayConfig, "play_games", args)
     spark = build_session("play_games")
     graph_manifest = io.read_manifest(spark, cfg.graph)
     run_name = cfg.run_name or runs.default_run_name(cfg)

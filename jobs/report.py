@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from wikigame_spark import cli, io, tracking
-from wikigame_spark.config import ReportConfig, default_yaml, flatten, load_config
+from wikigame_spark.config import ReportConfig, flatten, job_config
 from wikigame_spark.evaluation import report
 from wikigame_spark.session import build_session
 
@@ -32,8 +32,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    overrides = {k: v for k, v in vars(args).items() if k != "config"}
-    cfg = load_config(ReportConfig, args.config or default_yaml("report"), overrides)
+    cfg = job_config(ReportConfig, "report", args)
     output = (cfg.output or report.default_output(cfg.experiment)).rstrip("/")
     spark = build_session("report")
     report.check_output(spark, output, cfg.overwrite)

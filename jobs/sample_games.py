@@ -11,7 +11,7 @@ import argparse
 import datetime as dt
 
 from wikigame_spark import cli, io, tracking
-from wikigame_spark.config import SampleGamesConfig, default_yaml, flatten, load_config
+from wikigame_spark.config import SampleGamesConfig, flatten, job_config
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.sampling import sample_games
 from wikigame_spark.schemas import GAMES
@@ -39,8 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    overrides = {k: v for k, v in vars(args).items() if k != "config"}
-    cfg = load_config(SampleGamesConfig, args.config or default_yaml("sample_games"), overrides)
+    cfg = job_config(SampleGamesConfig, "sample_games", args)
     output = (cfg.output or f"{cfg.graph.rstrip('/')}/games").rstrip("/")
     started = dt.datetime.now(dt.timezone.utc)
     spark = build_session("sample_games")

@@ -118,7 +118,13 @@ def default_yaml(job: str) -> str | None:
     return path if os.path.isfile(path) else None
 
 
-__all__ = ["ConfigError", "WikipediaBuildConfig", "default_yaml", "flatten", "load_config"]
+def job_config(cls: type[T], job: str, args) -> T:
+    """A job's settings: ``--config`` (default ``conf/<job>.yaml``), then every flag that was given."""
+    overrides = {k: v for k, v in vars(args).items() if k != "config"}
+    return load_config(cls, args.config or default_yaml(job), overrides)
+
+
+__all__ = ["ConfigError", "WikipediaBuildConfig", "default_yaml", "flatten", "job_config", "load_config"]
 
 
 # --- Graph statistics and game sampling (jobs/graph_stats.py, jobs/sample_games.py) ------------
