@@ -15,7 +15,7 @@ import datetime as dt
 
 from wikigame_spark import cli, io
 from wikigame_spark.config import OpenAlexBuildConfig, flatten, job_config
-from wikigame_spark.ingest.openalex import build_graphs
+from wikigame_spark.ingest.openalex import build_graphs, classified_works
 from wikigame_spark.ingest.openalex_records import field_slug
 from wikigame_spark.ingest.openalex_snapshot import (
     S3Store,
@@ -23,7 +23,6 @@ from wikigame_spark.ingest.openalex_snapshot import (
     configure_s3a,
     open_store,
     plan_snapshot,
-    read_works,
     spark_uri,
 )
 from wikigame_spark.schemas import EDGES, OPENALEX_NODES
@@ -67,9 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(store, S3Store):
         configure_s3a(spark, spark_uri(cfg.input), cfg.endpoint_url, store)
 
-    result = build_graphs(read_works(spark, plan), list(cfg.fields), cfg.include_xpac)
+    s3 = store.arrow_options() if isinstance(store, S3Store) else None
+    works, reader = classified_works(spark, plan, list(cfg.fields), cfg.include_xpac, s3)
+    result = build_graphs(works, list(cfg.fields))
     warnings = plan.warnings + check_record_counts(plan, result.per_file, cfg.allow_partial)
-    snapshot = plan.to_dict()
+    snapshot = {**plan.to_dict(), "reader": reader}
     for f in snapshot["files"]:
         f["records_read"] = result.per_file.get(f["key"], 0)
     written = []

@@ -24,17 +24,18 @@ from tests.ingest.openalexgen import (
     make_inverted_index,
     write_lines,
 )
-from wikigame_spark.ingest.openalex import abstract_text, build_graphs
+from wikigame_spark.ingest.openalex import abstract_text, build_graphs, classified_works
 from wikigame_spark.ingest.openalex_records import rebuild_abstract
-from wikigame_spark.ingest.openalex_snapshot import plan_snapshot, read_works
+from wikigame_spark.ingest.openalex_snapshot import plan_snapshot
 from wikigame_spark.schemas import ABSTRACT_INVERTED_INDEX, EDGES, OPENALEX_NODES
 
 FIELDS = ["Medicine", "Physics and Astronomy"]
 
 
-def build(spark, root, fields, include_xpac=False, **plan_args):
+def build(spark, root, fields, include_xpac=False, reader="auto", **plan_args):
     plan = plan_snapshot(str(root), **plan_args)
-    return plan, build_graphs(read_works(spark, plan), fields, include_xpac)
+    works, _ = classified_works(spark, plan, fields, include_xpac, reader=reader)
+    return plan, build_graphs(works, fields)
 
 
 def node_rows(graph):
@@ -97,14 +98,18 @@ def test_generated_snapshot_matches_the_independent_computation(spark, tmp_path)
     assert {p["reason"] for p in result.problems} == {"malformed_json", "malformed_record"}
 
 
+@pytest.mark.parametrize("reader", ["auto", "spark"])
 @pytest.mark.parametrize("abstract_as_json", [False, True])
-def test_parquet_layout_reads_directly(spark, tmp_path, abstract_as_json):
+def test_parquet_layout_reads_directly(spark, tmp_path, abstract_as_json, reader):
     spec = Spec(works=250, seed=5, layout="parquet", parquet_abstract_as_json=abstract_as_json)
     gen = generate(str(tmp_path / "snap"), spec)
     # the 2026 layout also has the JSON-lines copy; the Parquet one is preferred
     generate(str(tmp_path / "snap"), Spec(works=250, seed=5, layout="jsonl"))
-    plan, result = build(spark, gen.root, ["Medicine"])
+    plan, result = build(spark, gen.root, ["Medicine"], reader=reader)
     assert (plan.layout, plan.format) == ("parquet", "parquet")
+    # the workers read Parquet themselves unless its abstracts are JSON text (or Spark is asked for)
+    how = classified_works(spark, plan, ["Medicine"], reader=reader)[1]
+    assert how.startswith("pyarrow" if reader == "auto" and not abstract_as_json else "spark (")
     assert_matches(result, expected_graphs(generated_files(gen), ["Medicine"]), ["Medicine"])
 
 

@@ -4,7 +4,9 @@
 :mod:`~wikigame_spark.ingest.openalex_records`, as column expressions so the JVM evaluates them);
 :func:`deduplicate` keeps the newest version of a work found in several ``updated_date``
 partitions; :func:`field_graph` turns one field's works into ``nodes`` and ``edges``;
-:func:`build_graphs` chains them for several fields over one read of the snapshot.
+:func:`build_graphs` chains them for several fields over one read of the snapshot
+(:func:`classified_works`: for Parquet the workers classify with pyarrow instead, see
+:mod:`~wikigame_spark.ingest.openalex_arrow`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from wikigame_spark.graph.ids import dense_index
+from wikigame_spark.ingest.openalex_arrow import Rules, arrow_ready, scan_parquet
 from wikigame_spark.ingest.openalex_records import (
     ARTICLE,
     DROP_REASONS,
@@ -33,6 +36,7 @@ from wikigame_spark.ingest.openalex_records import (
     WRONG_TYPE,
     XPAC,
 )
+from wikigame_spark.ingest.openalex_snapshot import SnapshotPlan, read_works
 from wikigame_spark.schemas import (
     ABSTRACT_INVERTED_INDEX,
     CORRUPT_RECORD,
@@ -395,11 +399,31 @@ class OpenAlexGraphs:
         return out
 
 
-def build_graphs(raw: DataFrame, fields: list[str], include_xpac: bool = False) -> OpenAlexGraphs:
-    """One read of the snapshot → a graph per field, plus the accounting of every record."""
+def classified_works(
+    spark: SparkSession,
+    plan: SnapshotPlan,
+    fields: list[str],
+    include_xpac: bool = False,
+    s3: dict | None = None,
+    reader: str = "auto",
+) -> tuple[DataFrame, str]:
+    """Every record of the snapshot as :data:`OPENALEX_WORKS`, and which reader made it: pyarrow
+    in the workers for Parquet they can open (``s3``: pyarrow S3 settings for ``s3a://`` files),
+    else (or with ``reader="spark"``, the verified baseline) Spark's reader and
+    :func:`classify_works`."""
+    why_not = arrow_ready(spark, plan) if reader == "auto" else "asked for"
+    if why_not is None:
+        return scan_parquet(spark, plan, Rules(tuple(fields), include_xpac, s3 or {})), "pyarrow"
+    return classify_works(read_works(spark, plan), fields, include_xpac), f"spark ({why_not})"
+
+
+def build_graphs(works: DataFrame, fields: list[str]) -> OpenAlexGraphs:
+    """Every record classified (:func:`classified_works`) → a graph per field, plus the
+    accounting of every record."""
+    require_columns(works, OPENALEX_WORKS, "build_graphs(works)")
     # Materialised once (rows, not columnar cache: cheaper to build, and every later step reads
     # whole rows); everything after this reads it, never the snapshot again.
-    works = deduplicate(classify_works(raw, fields, include_xpac).localCheckpoint())
+    works = deduplicate(works.localCheckpoint())
     tally = works.groupBy(SOURCE_FILE, REASON, FIELD).agg(F.count("*").alias("n")).collect()
     examples = {
         (r[SOURCE_FILE], r[REASON]): r["detail"]

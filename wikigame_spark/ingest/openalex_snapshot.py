@@ -152,6 +152,21 @@ class S3Store:
     def spark_path(self, key: str) -> str:
         return f"s3a://{self.bucket}/{key}"
 
+    def arrow_options(self) -> dict:
+        """The same bucket, endpoint and credentials for pyarrow's ``S3FileSystem`` (the Python
+        workers' reads); without static credentials pyarrow's own chain finds them."""
+        options: dict = {"region": self.client.meta.region_name or PUBLIC_REGION}
+        if self.endpoint_url:
+            endpoint = urlparse(self.endpoint_url)
+            options.update(endpoint_override=endpoint.netloc + endpoint.path.rstrip("/"), scheme=endpoint.scheme)
+        if self.anonymous:
+            options["anonymous"] = True
+        creds = self.credentials()
+        for name in ("access.key", "secret.key", "session.token"):
+            if name in creds:
+                options[name.replace(".", "_")] = creds[name]
+        return options
+
     def credentials(self) -> dict[str, str]:
         """Static credentials boto3 resolved (environment, profile files) for s3a to use too;
         empty when anonymous or when they refresh themselves (instance roles), which s3a's own
