@@ -312,17 +312,8 @@ def symmetric_edges(pairs: DataFrame) -> DataFrame:
     return linked.select(both_ways.alias("_e")).select(F.col(f"_e.{SRC}").alias(SRC), F.col(f"_e.{DST}").alias(DST))
 
 
-def _field_counts(indexed: DataFrame, pairs: DataFrame) -> dict[str, dict]:
-    """Nodes by language and the fate of every reference, per field (two small aggregates)."""
-    out: dict[str, dict] = {}
-    for r in (
-        indexed.groupBy(FIELD, LANGUAGE)
-        .agg(F.count("*").alias("n"), F.sum(F.coalesce(F.size(REFERENCES), F.lit(0))).alias("refs"))
-        .collect()
-    ):
-        c = out.setdefault(r[FIELD], {"languages": {}, "references": 0})
-        c["languages"][r[LANGUAGE]] = r["n"]
-        c["references"] += int(r["refs"])
+def _citation_counts(pairs: DataFrame, counts: dict[str, dict]) -> None:
+    """Add to each field's counts the references within it, self-citations and citing pairs."""
     loop = F.col(SRC) == F.col(DST)
     for r in (
         pairs.groupBy(FIELD)
@@ -333,8 +324,7 @@ def _field_counts(indexed: DataFrame, pairs: DataFrame) -> dict[str, dict]:
         )
         .collect()
     ):
-        out[r[FIELD]].update(internal=int(r["internal"]), self=int(r["self"] or 0), pairs=int(r["pairs"]))
-    return out
+        counts[r[FIELD]].update(internal=int(r["internal"]), self=int(r["self"] or 0), pairs=int(r["pairs"]))
 
 
 def _graph_counts(c: dict) -> dict:
@@ -411,9 +401,10 @@ def classified_works(
     in the workers for Parquet they can open (``s3``: pyarrow S3 settings for ``s3a://`` files),
     else (or with ``reader="spark"``, the verified baseline) Spark's reader and
     :func:`classify_works`."""
-    why_not = arrow_ready(spark, plan) if reader == "auto" else "asked for"
+    rules = Rules(tuple(fields), include_xpac, s3 or {})
+    why_not = arrow_ready(plan, rules) if reader == "auto" else "asked for"
     if why_not is None:
-        return scan_parquet(spark, plan, Rules(tuple(fields), include_xpac, s3 or {})), "pyarrow"
+        return scan_parquet(spark, plan, rules), "pyarrow"
     return classify_works(read_works(spark, plan), fields, include_xpac), f"spark ({why_not})"
 
 
@@ -424,36 +415,38 @@ def build_graphs(works: DataFrame, fields: list[str]) -> OpenAlexGraphs:
     # Materialised once (rows, not columnar cache: cheaper to build, and every later step reads
     # whole rows); everything after this reads it, never the snapshot again.
     works = deduplicate(works.localCheckpoint())
-    tally = works.groupBy(SOURCE_FILE, REASON, FIELD).agg(F.count("*").alias("n")).collect()
-    examples = {
-        (r[SOURCE_FILE], r[REASON]): r["detail"]
-        for r in works.filter(F.col("detail").isNotNull())
-        .groupBy(SOURCE_FILE, REASON)
-        .agg(F.min("detail").alias("detail"))
-        .collect()
-    }
+    # One aggregate for the accounting, the nodes' languages and references (nodes alone have a
+    # language), and an example of the malformed lines of each file (which have no field).
+    tally = works.groupBy(SOURCE_FILE, REASON, FIELD, LANGUAGE).agg(
+        F.count("*").alias("n"),
+        F.min("detail").alias("detail"),
+        F.sum(F.coalesce(F.size(REFERENCES), F.lit(0))).alias("references"),
+    )
     per_file: dict[str, int] = {}
     by_reason: dict[tuple, int] = {}
     nodes = dict.fromkeys(fields, 0)
+    counts = {f: {"languages": {}, "references": 0} for f in fields}
     problems = []
-    for r in sorted(tally, key=lambda r: (r[SOURCE_FILE], r[REASON] or "", r[FIELD] or "")):
+    for r in sorted(tally.collect(), key=lambda r: tuple(r[c] or "" for c in tally.columns[:4])):
         per_file[r[SOURCE_FILE]] = per_file.get(r[SOURCE_FILE], 0) + r["n"]
         key = (r[REASON], r[FIELD])
         by_reason[key] = by_reason.get(key, 0) + r["n"]
         if r[REASON] is None:
             nodes[r[FIELD]] += r["n"]
-        example = examples.get((r[SOURCE_FILE], r[REASON]))
-        if example is not None and len(problems) < PROBLEMS:
-            problems.append({"file": r[SOURCE_FILE], REASON: r[REASON], "records": r["n"], "example": example})
+            c = counts[r[FIELD]]
+            c["languages"][r[LANGUAGE]] = c["languages"].get(r[LANGUAGE], 0) + r["n"]
+            c["references"] += int(r["references"])
+        if r["detail"] is not None and len(problems) < PROBLEMS:
+            problems.append({"file": r[SOURCE_FILE], REASON: r[REASON], "records": r["n"], "example": r["detail"]})
     log.info("records read %d: nodes %s", sum(per_file.values()), nodes)
 
     members = works.filter(F.col(REASON).isNull()).localCheckpoint()
     indexed = index_nodes(members, nodes)
     pairs = citation_pairs(indexed, sum(nodes.values())).localCheckpoint()
-    counts = _field_counts(indexed, pairs)
+    _citation_counts(pairs, counts)
     graphs = {}
     for f in fields:
-        c = _graph_counts(counts.get(f, {}))
+        c = _graph_counts(counts[f])
         # Output files of a sensible size, not one per shuffle partition (the inputs are
         # materialised, so fewer partitions here costs no parallelism upstream).
         field_nodes = indexed.filter(F.col(FIELD) == f).select(*OPENALEX_NODES.fieldNames())

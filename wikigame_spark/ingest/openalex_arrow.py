@@ -25,15 +25,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DataType,
-    IntegralType,
-    MapType,
-    StringType,
-    StructType,
-)
 
 from wikigame_spark.ingest.openalex_records import (
     ARTICLE,
@@ -70,38 +61,6 @@ LIGHT = ("id", "updated_date", "is_xpac", "type", "primary_topic", "title", "lan
 HEAVY = ("abstract_inverted_index", "referenced_works", "publication_date", "doi")
 
 
-def _published_type(name: str, t: DataType) -> bool:
-    """Whether a column of a part file has the type the pyarrow way reads (as Spark sees it)."""
-    if name == "abstract_inverted_index":
-        return (
-            isinstance(t, MapType)
-            and isinstance(t.keyType, StringType)
-            and isinstance(t.valueType, ArrayType)
-            and isinstance(t.valueType.elementType, IntegralType)
-        )
-    if name == "referenced_works":
-        return isinstance(t, ArrayType) and isinstance(t.elementType, StringType)
-    if name == "is_xpac":
-        return isinstance(t, BooleanType)
-    if name == "primary_topic":
-        f = t["field"].dataType if isinstance(t, StructType) and "field" in t.fieldNames() else None
-        name = {x.name: x.dataType for x in f} if isinstance(f, StructType) else {}
-        return isinstance(name.get("display_name"), StringType)
-    return isinstance(t, StringType)
-
-
-def arrow_ready(spark: SparkSession, plan: SnapshotPlan) -> str | None:
-    """``None`` when the workers can read the plan's files themselves, else why not."""
-    if plan.format != "parquet":
-        return f"{plan.format} files"
-    schemes = {f.path.split("://", 1)[0] for f in plan.files}
-    if not schemes <= {"file", "s3a"}:
-        return f"{', '.join(sorted(schemes - {'file', 's3a'}))}:// files"
-    declared = {f.name: f.dataType for f in spark.read.parquet(plan.files[0].path).schema.fields}
-    odd = [n for n in (*LIGHT, *HEAVY) if n in declared and not _published_type(n, declared[n])]
-    return f"columns of another type: {', '.join(odd)}" if odd else None
-
-
 @dataclass(frozen=True)
 class Rules:
     """What the workers need to classify: the fields wanted and how to open the files."""
@@ -127,6 +86,40 @@ class Rules:
             if c.path.startswith("abstract_inverted_index.") and c.physical_type == "BYTE_ARRAY"
         ]
         return pq.ParquetFile(source, read_dictionary=words)
+
+
+def _published_type(name: str, t: pa.DataType) -> bool:
+    """Whether a column of a part file has the type the pyarrow way reads."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if name == "abstract_inverted_index":
+        return pa.types.is_map(t) and _string(t.key_type) and pa.types.is_integer(t.item_type.value_type)
+    if name == "referenced_works":
+        return pa.types.is_list(t) and _string(t.value_type)
+    if name == "is_xpac":
+        return pa.types.is_boolean(t)
+    if name == "primary_topic":
+        inner = t.field("field").type if pa.types.is_struct(t) and t.get_field_index("field") >= 0 else None
+        named = inner is not None and pa.types.is_struct(inner) and inner.get_field_index("display_name") >= 0
+        return named and _string(inner.field("display_name").type)
+    return _string(t)
+
+
+def _string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or (pa.types.is_dictionary(t) and _string(t.value_type))
+
+
+def arrow_ready(plan: SnapshotPlan, rules: Rules) -> str | None:
+    """``None`` when the workers can read the plan's files themselves, else why not (the first
+    file's footer, read as the workers would, tells the column types)."""
+    if plan.format != "parquet":
+        return f"{plan.format} files"
+    schemes = {f.path.split("://", 1)[0] for f in plan.files}
+    if not schemes <= {"file", "s3a"}:
+        return f"{', '.join(sorted(schemes - {'file', 's3a'}))}:// files"
+    declared = rules.open(plan.files[0].path).schema_arrow
+    odd = [n for n in (*LIGHT, *HEAVY) if n in declared.names and not _published_type(n, declared.field(n).type)]
+    return f"columns of another type: {', '.join(odd)}" if odd else None
 
 
 def scan_parquet(spark: SparkSession, plan: SnapshotPlan, rules: Rules) -> DataFrame:
@@ -156,7 +149,11 @@ def _scan(batches: Iterator[pa.RecordBatch], rules: Rules) -> Iterator[pa.Record
         for share in batch.column(0).to_pylist():
             for part in share:
                 parquet = rules.open(part["path"])
-                present = set(parquet.schema_arrow.names)
+                declared = parquet.schema_arrow
+                present = set(declared.names)
+                odd = [c for c in (*LIGHT, *HEAVY) if c in present and not _published_type(c, declared.field(c).type)]
+                if odd:  # the first file's types decided the way in; this one differs
+                    raise ValueError(f"{part['key']}: columns {odd} are not of the first part file's types")
                 heavy = [c for c in HEAVY if c in present]
                 for group in range(parquet.num_row_groups):
                     light = parquet.read_row_group(group, columns=[c for c in LIGHT if c in present])
