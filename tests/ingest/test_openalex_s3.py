@@ -100,3 +100,20 @@ def test_missing_object_in_the_bucket_is_named(s3, mirror):
 def test_unknown_bucket_is_a_clear_error(s3):
     with pytest.raises(SnapshotError, match="s3://no-such-bucket-here/"):
         plan_snapshot("x", store=S3Store("no-such-bucket-here", s3.endpoint_url))
+
+
+def test_parquet_snapshot_in_s3_is_read_by_the_workers_through_pyarrow(s3, tmp_path):
+    gen = generate(str(tmp_path / "snap"), Spec(works=300, seed=9, layout="parquet", files_per_partition=2))
+    bucket = s3.new_bucket()
+    s3.upload_tree(gen.root, bucket, "openalex")
+    args = ["--input", f"s3://{bucket}/openalex", "--endpoint-url", s3.endpoint_url, "--field", "Medicine"]
+    assert build_openalex.main([*args, "--output", str(tmp_path / "out")]) == 0
+
+    exp = expected_graphs(generated_files(gen), ["Medicine"])
+    graph = tmp_path / "out" / "medicine"
+    nodes = sorted(pq.read_table(graph / "nodes").to_pylist(), key=lambda n: n["id"])
+    edges = {(e["src"], e["dst"]) for e in pq.read_table(graph / "edges").to_pylist()}
+    assert nodes == exp.nodes["Medicine"] and edges == exp.edges["Medicine"]
+    manifest = json.loads((graph / "manifest.json").read_text())
+    assert manifest["snapshot"]["reader"] == "pyarrow" and manifest["records"] == exp.accounting("Medicine")
+    assert CREDENTIALS["AWS_SECRET_ACCESS_KEY"] not in json.dumps(manifest)
