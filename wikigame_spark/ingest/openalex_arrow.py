@@ -227,12 +227,12 @@ def classify_table(light: pa.Table, heavy, key: str, rules: Rules) -> pa.Table:
     def node_column(name: str, type_: pa.DataType) -> pa.Array:
         return spread(_column(nodes, name, type_), rows, is_node)
 
-    keyed = pa.array([key] * n, pa.string()) if n else pa.array([], pa.string())
+    # The folder's updated_date, as the Spark way reads it off the file key.
     partition = key.split("/", 1)[0]
     partition = partition[len("updated_date=") :] if partition.startswith("updated_date=") else ""
     has_id = code != _CODES.index(MISSING_ID)
     columns = {
-        SOURCE_FILE: keyed,
+        SOURCE_FILE: pa.array([key] * n, pa.string()),
         "partition": pa.array([partition] * n, pa.string()),
         "updated_date": _column(light, "updated_date", pa.string()),
         WORK_ID: pc.if_else(pa.array(has_id), pc.replace_substring_regex(ids, r"(?s)^.*/", ""), None),
