@@ -1,6 +1,6 @@
 """Benchmark: the OpenAlex job vs the paper's single-process reader, on a generated snapshot.
 
-The snapshot (default 1,000,000 works, about the size of real records, in three ``updated_date``
+The snapshot (default 2,000,000 works, about the size of real records, in three ``updated_date``
 partitions with a Redshift manifest; 5 % of works also have an older version, a few damaged
 lines per file) is generated from the real 2025 record once and kept under ``out/bench/``.
 
@@ -13,7 +13,7 @@ pays the JVM's one-off warm-up, the next ones show the rate a long-lived cluster
 records/s per core for both (wall clock / cores; also per CPU-second, which a busy machine does
 not distort), the ratios, and whether both give the same graphs.
 
-    python bench/bench_openalex.py [--works 1000000] [--fields Medicine …] [--runs 2] [--processes 2]
+    python bench/bench_openalex.py [--works 2000000] [--fields Medicine …] [--runs 2] [--processes 2]
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ def same_graphs(ref: dict, out: str) -> dict[str, tuple[bool, bool, int, int]]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--works", type=int, default=1_000_000, help="distinct works in the generated snapshot")
+    p.add_argument("--works", type=int, default=2_000_000, help="distinct works in the generated snapshot")
     p.add_argument("--fields", nargs="+", default=["Medicine", "Physics and Astronomy", "Computer Science"])
     p.add_argument(
         "--formats",
