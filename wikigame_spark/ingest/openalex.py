@@ -417,7 +417,8 @@ def build_graphs(works: DataFrame, fields: list[str]) -> OpenAlexGraphs:
     works = deduplicate(works.localCheckpoint())
     # One aggregate for the accounting, the nodes' languages and references (nodes alone have a
     # language), and an example of the malformed lines of each file (which have no field).
-    tally = works.groupBy(SOURCE_FILE, REASON, FIELD, LANGUAGE).agg(
+    keys = (SOURCE_FILE, REASON, FIELD, LANGUAGE)
+    tally = works.groupBy(*keys).agg(
         F.count("*").alias("n"),
         F.min("detail").alias("detail"),
         F.sum(F.coalesce(F.size(REFERENCES), F.lit(0))).alias("references"),
@@ -427,7 +428,7 @@ def build_graphs(works: DataFrame, fields: list[str]) -> OpenAlexGraphs:
     nodes = dict.fromkeys(fields, 0)
     counts = {f: {"languages": {}, "references": 0} for f in fields}
     problems = []
-    for r in sorted(tally.collect(), key=lambda r: tuple(r[c] or "" for c in tally.columns[:4])):
+    for r in sorted(tally.collect(), key=lambda r: tuple(r[c] or "" for c in keys)):
         per_file[r[SOURCE_FILE]] = per_file.get(r[SOURCE_FILE], 0) + r["n"]
         key = (r[REASON], r[FIELD])
         by_reason[key] = by_reason.get(key, 0) + r["n"]

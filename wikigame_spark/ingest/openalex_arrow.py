@@ -53,8 +53,17 @@ from wikigame_spark.schemas import (
 )
 
 # Rules decided from the light columns, first match wins (the order of openalex_records).
-_CODES = (None, MISSING_ID, XPAC, WRONG_TYPE, MISSING_FIELD, OTHER_FIELD, MISSING_TITLE, MISSING_ABSTRACT)
-_CODES += (MISSING_LANGUAGE,)
+_CODES = (
+    None,
+    MISSING_ID,
+    XPAC,
+    WRONG_TYPE,
+    MISSING_FIELD,
+    OTHER_FIELD,
+    MISSING_TITLE,
+    MISSING_ABSTRACT,
+    MISSING_LANGUAGE,
+)
 _REASONS = pa.array(_CODES, pa.string())
 _IN_FIELD = (0, _CODES.index(MISSING_TITLE), _CODES.index(MISSING_ABSTRACT), _CODES.index(MISSING_LANGUAGE))
 LIGHT = ("id", "updated_date", "is_xpac", "type", "primary_topic", "title", "language")
@@ -80,12 +89,13 @@ class Rules:
             from pyarrow.fs import S3FileSystem
 
             source = S3FileSystem(**self.s3).open_input_file(path[len("s3a://") :])
+        footer = pq.read_metadata(source)
         words = [
             c.path
-            for c in pq.ParquetFile(source).schema
+            for c in footer.schema
             if c.path.startswith("abstract_inverted_index.") and c.physical_type == "BYTE_ARRAY"
         ]
-        return pq.ParquetFile(source, read_dictionary=words)
+        return pq.ParquetFile(source, metadata=footer, read_dictionary=words)
 
 
 def _published_type(name: str, t: pa.DataType) -> bool:
@@ -117,9 +127,13 @@ def arrow_ready(plan: SnapshotPlan, rules: Rules) -> str | None:
     schemes = {f.path.split("://", 1)[0] for f in plan.files}
     if not schemes <= {"file", "s3a"}:
         return f"{', '.join(sorted(schemes - {'file', 's3a'}))}:// files"
-    declared = rules.open(plan.files[0].path).schema_arrow
-    odd = [n for n in (*LIGHT, *HEAVY) if n in declared.names and not _published_type(n, declared.field(n).type)]
+    odd = _odd_columns(rules.open(plan.files[0].path).schema_arrow)
     return f"columns of another type: {', '.join(odd)}" if odd else None
+
+
+def _odd_columns(schema: pa.Schema) -> list[str]:
+    """The columns this way reads that a part file holds in another type."""
+    return [n for n in (*LIGHT, *HEAVY) if n in schema.names and not _published_type(n, schema.field(n).type)]
 
 
 def scan_parquet(spark: SparkSession, plan: SnapshotPlan, rules: Rules) -> DataFrame:
@@ -149,9 +163,8 @@ def _scan(batches: Iterator[pa.RecordBatch], rules: Rules) -> Iterator[pa.Record
         for share in batch.column(0).to_pylist():
             for part in share:
                 parquet = rules.open(part["path"])
-                declared = parquet.schema_arrow
-                present = set(declared.names)
-                odd = [c for c in (*LIGHT, *HEAVY) if c in present and not _published_type(c, declared.field(c).type)]
+                present = set(parquet.schema_arrow.names)
+                odd = _odd_columns(parquet.schema_arrow)
                 if odd:  # the first file's types decided the way in; this one differs
                     raise ValueError(f"{part['key']}: columns {odd} are not of the first part file's types")
                 heavy = [c for c in HEAVY if c in present]
