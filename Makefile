@@ -47,7 +47,12 @@ $(LLAMA_SERVER_BIN): $(VENV)/.installed
 	  cmake --build $$d/build --target llama-server -j$$(nproc) >> $$d/build.log 2>&1 && \
 	  cp $$d/build/bin/llama-server $@ && rm -rf $$d/src $$d/build
 
-test: install llama-server
+# Headless Chromium and its driver from Debian's packages: tests/human plays in a real browser.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
+
+test: install llama-server browser
 	$(PY) -m pytest -q tests
 
 # The main job on the embedded default, then the whole study on it: the complete Latgalian

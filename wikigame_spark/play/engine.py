@@ -1,9 +1,11 @@
 """The game engine: the paper's rules, enforced for every agent.
 
 The player starts at the source and knows the target. At each step it is offered the current
-page's links minus the pages already visited, and must pick one of them. A game ends with
-``success`` (the target is reached), ``step_limit`` (``max_steps`` moves made), ``dead_end``
-(nothing left to offer), or an outcome the agent ends it with (e.g. an LLM's ``hallucination``).
+page's links minus the pages already visited (the paper), or all of them (``allow_revisits``,
+LLM-WikiRace), and must pick one. A game ends with ``success`` (the target is reached),
+``step_limit`` (``max_steps`` moves made), ``dead_end`` (nothing left to offer), ``loop`` (a
+deterministic agent is back in a state it has been in: page and offered links, so it would
+cycle to the step limit), or an outcome the agent ends it with (e.g. an LLM's ``hallucination``).
 ``steps`` counts pages moved to. All active games of a partition advance together, one step
 per round, so an agent sees a batch of requests at a time.
 """
@@ -27,8 +29,9 @@ log = logging.getLogger(__name__)
 SUCCESS = "success"
 STEP_LIMIT = "step_limit"
 DEAD_END = "dead_end"
+LOOP = "loop"
 INVALID_CHOICE = "invalid_choice"
-ENGINE_OUTCOMES = (SUCCESS, STEP_LIMIT, DEAD_END)
+ENGINE_OUTCOMES = (SUCCESS, STEP_LIMIT, DEAD_END, LOOP)
 
 
 class _Game:
@@ -41,32 +44,63 @@ class _Game:
         "queries",
         "route",
         "seconds",
-        "visited",
+        "states",
     )
 
     def __init__(self, game: dict) -> None:
         self.game = game
         self.route = [int(game["source"])]
-        self.visited = {self.route[0]}
+        self.states: dict[tuple, int] = {}  # (page, offered links) → the step it was first seen at
         self.outcome = SUCCESS if self.route[0] == int(game["target"]) else None
         self.queries = self.prompt_tokens = self.completion_tokens = 0
         self.seconds = 0.0
         self.detail = None
 
 
+def offered_links(graph: WorkerGraph, route: list[int], allow_revisits: bool = False) -> np.ndarray:
+    """What a player at ``route[-1]`` may follow, ascending node ids: its out-links, minus the
+    pages already visited unless revisits are allowed."""
+    links = graph.out_links(route[-1])
+    if allow_revisits or not links.size:
+        return links
+    return links[~np.isin(links, route)]
+
+
+def _repeats(g: _Game, offered: np.ndarray) -> bool:
+    """Record the game's state; True when it was in it before (the game then ends as a loop)."""
+    step = len(g.route) - 1
+    first = g.states.setdefault((g.route[-1], offered.tobytes()), step)
+    if first == step:
+        return False
+    g.detail = f"step {step} is back in the state of step {first} (page {g.route[-1]}, the same links offered)"
+    return True
+
+
 def play_games(
-    games: list[dict], graph: WorkerGraph, agent: Agent, max_steps: int, agent_name: str, model: str | None
+    games: list[dict],
+    graph: WorkerGraph,
+    agent: Agent,
+    max_steps: int,
+    agent_name: str,
+    model: str | None,
+    allow_revisits: bool = False,
 ) -> list[dict]:
-    """Play ``games`` (dicts with game_id, source, target, optimal_steps) to the end; PLAYS rows."""
+    """Play ``games`` (dicts with game_id, source, target, optimal_steps) to the end; PLAYS rows.
+
+    Loops are detected only for agents whose choice depends on nothing but the state
+    (``Agent.deterministic``): any other agent may choose differently on a second visit.
+    """
     state = [_Game(g) for g in games]
     active = [g for g in state if g.outcome is None]
     while active:
         asking, requests = [], []
         for g in active:
-            links = graph.out_links(g.route[-1])
-            offered = links[~np.isin(links, g.route)] if links.size else links
+            offered = offered_links(graph, g.route, allow_revisits)
             if offered.size == 0:
                 g.outcome = DEAD_END
+                continue
+            if agent.deterministic and _repeats(g, offered):
+                g.outcome = LOOP
                 continue
             asking.append(g)
             requests.append(
@@ -120,7 +154,13 @@ def play_games(
 
 
 def play_stage(
-    games: DataFrame, graph_dir: str, spec: AgentSpec, max_steps: int, partitions: int, model: str | None = None
+    games: DataFrame,
+    graph_dir: str,
+    spec: AgentSpec,
+    max_steps: int,
+    partitions: int,
+    model: str | None = None,
+    allow_revisits: bool = False,
 ) -> DataFrame:
     """GAMES → PLAYS, games spread over ``partitions`` tasks, each played by a pandas UDF.
 
@@ -133,7 +173,7 @@ def play_stage(
         graph = worker_graph(graph_dir)
         agent = worker_agent(spec, graph_dir)
         for pdf in batches:
-            rows = play_games(pdf.to_dict("records"), graph, agent, max_steps, spec.name, model)
+            rows = play_games(pdf.to_dict("records"), graph, agent, max_steps, spec.name, model, allow_revisits)
             yield pd.DataFrame(rows, columns=PLAYS.fieldNames())
 
     return games.select(*GAMES.fieldNames()).repartition(partitions, "game_id").mapInPandas(run, PLAYS)

@@ -7,16 +7,21 @@ the rest: no game is played twice and none is lost. The run's MLflow run is resu
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import time
 from dataclasses import dataclass
 
+import mlflow
+import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from wikigame_spark import io
+from wikigame_spark import io, tracking
 from wikigame_spark.agents.base import AgentSpec, agent_class
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_slug
 from wikigame_spark.config import PlayConfig
+from wikigame_spark.evaluation.metrics import summarise
 from wikigame_spark.play.engine import play_stage
 from wikigame_spark.schemas import GAMES, PLAYS
 
@@ -106,3 +111,48 @@ def play(spark: SparkSession, cfg: PlayConfig, output: str, extra_settings: dict
     paths = [f"{chunk_path(output, c)}/plays" for c in chunks]
     plays = spark.read.schema(PLAYS).parquet(*paths) if paths else spark.createDataFrame([], PLAYS)
     return PlayRun(output, plays, played, time.perf_counter() - started, spec)
+
+
+def record_plays(
+    spark: SparkSession,
+    plays: pd.DataFrame,
+    output: str,
+    experiment: str,
+    run_name: str,
+    params: dict,
+    metrics: dict | None = None,
+    manifest: dict | None = None,
+    artifacts: dict[str, bytes] | None = None,
+) -> tuple[str, dict]:
+    """Plays made outside the engine (imported logs, people in the browser) recorded as a play run is:
+    an MLflow run (params, the summary plus ``metrics``, plays.parquet plus ``artifacts``) and
+    ``output`` as one chunk whose manifest names the run (with ``manifest``'s keys added), so the
+    report reads it like the rest. Returns the run id and the summary metrics."""
+    plays = plays.sort_values(["game_id", "model"], ignore_index=True, na_position="first")
+    experiment_id = tracking.setup(experiment)
+    with mlflow.start_run(run_name=run_name, experiment_id=experiment_id) as run:
+        mlflow.log_params(tracking.clean_params(params))
+        summary = summarise(plays)
+        tracking.log_metrics({**summary, **(metrics or {})})
+        with tempfile.TemporaryDirectory() as tmp:
+            plays.to_parquet(os.path.join(tmp, "plays.parquet"), index=False)
+            for name, data in (artifacts or {}).items():
+                with open(os.path.join(tmp, name), "wb") as f:
+                    f.write(data)
+            mlflow.log_artifacts(tmp)
+        frame = spark.createDataFrame(plays[PLAYS.fieldNames()], PLAYS)
+        with io.staged_output(spark, output, overwrite=True) as staging:
+            part = chunk_path(staging, 0)
+            io.write_table(frame, f"{part}/plays", PLAYS)
+            io.write_json(spark, f"{part}/{io.MANIFEST}", {"kind": "plays-chunk", "chunk": 0, "games": len(plays)})
+            head = {
+                "kind": "plays",
+                "run_name": run_name,
+                "mlflow_run_id": run.info.run_id,
+                "experiment": experiment,
+                "parameters": params,
+                "metrics": summary,
+                "tracking_uri": tracking.tracking_uri(),
+            }
+            io.write_json(spark, f"{staging}/{io.MANIFEST}", {**head, **(manifest or {})})
+    return run.info.run_id, summary

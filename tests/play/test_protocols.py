@@ -1,0 +1,233 @@
+"""The two studies' protocols: offered links with and without revisits, loops of deterministic
+agents, the --protocol presets, the LLM's view of visited pages, and --protocol llm-wikirace end
+to end on the real Latgalian graph (sample → play → report)."""
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from mlflow.tracking import MlflowClient
+
+from jobs import play_games, sample_games
+from jobs import report as report_job
+from tests.llm.faulty_server import FaultyServer
+from tests.play.games import small_graph
+from wikigame_spark import io
+from wikigame_spark.agents.base import Agent, Choice
+from wikigame_spark.agents.llm import LlmAgent
+from wikigame_spark.config import ConfigError, PlayConfig, SampleGamesConfig, load_config
+from wikigame_spark.evaluation.loops import route_loops
+from wikigame_spark.play.engine import LOOP, STEP_LIMIT, SUCCESS, offered_links
+from wikigame_spark.play.engine import play_games as play
+from wikigame_spark.play.worker_graph import WorkerGraph
+
+# 0 → 1, 0 → 2; 1 → 0, 1 → 3; 2 → 4; 3 → 1, 3 → 5; 4 → 5. Target 5.
+EDGES = [(0, 1), (0, 2), (1, 0), (1, 3), (2, 4), (3, 1), (3, 5), (4, 5)]
+
+
+def graph(n=6, edges=EDGES):
+    src = np.array([s for s, _ in edges], dtype=np.int64)
+    dst = np.array([d for _, d in edges], dtype=np.int64)
+    return WorkerGraph([f"T{i}" for i in range(n)], [f"S{i}" for i in range(n)], src, dst)
+
+
+class Recorder(Agent):
+    """Follows a fixed route of choices and records what it was offered at each step."""
+
+    def __init__(self, graph, moves):
+        super().__init__(graph, {}, {})
+        self.moves, self.offered = list(moves), []
+
+    def choose(self, requests):
+        self.offered += [r.offered.tolist() for r in requests]
+        return [Choice(node=self.moves[r.step]) for r in requests]
+
+
+class Lowest(Agent):
+    """The lowest offered id, every time: a choice that depends on the state alone."""
+
+    deterministic = True
+
+    def choose(self, requests):
+        return [Choice(node=int(r.offered[0])) for r in requests]
+
+
+class LowestWithMemory(Lowest):
+    deterministic = False  # the same choices, but the engine may not assume they repeat
+
+
+def game(source=0, target=5, optimal=3):
+    return {"game_id": 0, "source": source, "target": target, "optimal_steps": optimal}
+
+
+@pytest.mark.parametrize(
+    "allow, expected",
+    [(False, [[1, 2], [3], [5]]), (True, [[1, 2], [0, 3], [1, 5]])],
+)
+def test_offered_links_with_and_without_revisits(allow, expected):
+    g = graph()
+    agent = Recorder(g, [1, 3, 5])
+    [row] = play([game()], g, agent, 100, "recorder", None, allow_revisits=allow)
+    assert agent.offered == expected
+    assert (row["outcome"], row["route"]) == (SUCCESS, [0, 1, 3, 5])
+    assert offered_links(g, [0, 1, 3], allow).tolist() == expected[2]
+
+
+def test_a_revisit_is_a_legal_move_only_when_allowed():
+    g = graph()
+    [forbidden] = play([game()], g, Recorder(g, [1, 0]), 100, "recorder", None)
+    [allowed] = play([game()], g, Recorder(g, [1, 0, 2, 4, 5]), 100, "recorder", None, allow_revisits=True)
+    assert (forbidden["outcome"], forbidden["route"]) == ("invalid_choice", [0, 1])
+    assert (allowed["outcome"], allowed["route"]) == (SUCCESS, [0, 1, 0, 2, 4, 5])
+
+
+def test_deterministic_agent_in_a_two_cycle_ends_with_loop_at_the_first_repeated_state():
+    g = graph()
+    # lowest id: 0 → 1 → 0 (1's lowest link): back at 0 with the same links offered, step 2.
+    [row] = play([game()], g, Lowest(g, {}, {}), 100, "lowest", None, allow_revisits=True)
+    assert (row["outcome"], row["steps"], row["route"]) == (LOOP, 2, [0, 1, 0])
+    assert row["detail"].startswith("step 2 is back in the state of step 0")
+    assert route_loops(row["route"]).first_revisit == 2
+    # the paper's rules: 0 is never offered again, so the same agent goes on 1 → 3 → 5
+    [paper] = play([game()], g, Lowest(g, {}, {}), 100, "lowest", None)
+    assert (paper["outcome"], paper["route"]) == (SUCCESS, [0, 1, 3, 5])
+
+
+def test_no_loop_for_an_agent_that_may_choose_differently():
+    g = graph()
+    [row] = play([game()], g, LowestWithMemory(g, {}, {}), 7, "memory", None, allow_revisits=True)
+    assert (row["outcome"], row["route"]) == (STEP_LIMIT, [0, 1, 0, 1, 0, 1, 0, 1])
+    assert route_loops(row["route"]).revisits == 6
+
+
+def test_protocol_presets_with_yaml_and_flags_overriding(tmp_path):
+    paper = load_config(PlayConfig, None, {"graph": "g", "agent": "tfidf"})
+    assert (paper.protocol, paper.max_steps, paper.allow_revisits, paper.max_titles) == ("paper", 100, False, 200)
+    race = load_config(PlayConfig, None, {"graph": "g", "agent": "tfidf", "protocol": "llm-wikirace"})
+    assert (race.max_steps, race.allow_revisits, race.max_titles) == (30, True, 0)
+    flags = {"graph": "g", "agent": "tfidf", "protocol": "llm-wikirace", "max_steps": 50, "allow_revisits": False}
+    assert (load_config(PlayConfig, None, flags).max_steps, load_config(PlayConfig, None, flags).allow_revisits) == (
+        50,
+        False,
+    )
+    yaml_path = tmp_path / "play.yaml"
+    yaml_path.write_text("protocol: llm-wikirace\nmax_titles: 100\n")
+    from_yaml = load_config(PlayConfig, str(yaml_path), {"graph": "g", "agent": "tfidf"})
+    assert (from_yaml.max_steps, from_yaml.max_titles) == (30, 100)
+    sampling = load_config(SampleGamesConfig, None, {"graph": "g", "protocol": "llm-wikirace"})
+    assert sampling.strata() == ((3, 4), (5, 6), (7, 8))
+    assert load_config(
+        SampleGamesConfig, None, {"graph": "g", "protocol": "llm-wikirace", "stratify": "2-3"}
+    ).strata() == ((2, 3),)
+    with pytest.raises(ConfigError, match="protocol: 'wikispeedia' is not one of paper, llm-wikirace"):
+        load_config(PlayConfig, None, {"graph": "g", "agent": "tfidf", "protocol": "wikispeedia"})
+
+
+def test_llm_sees_visited_titles_only_with_the_route_shown(tmp_path):
+    # Start → A; A → Start, A → B; the server picks the first title when the target is not listed.
+    g = WorkerGraph.from_directory(small_graph(tmp_path, ["Start", "A", "B", "Goal"], [(0, 1), (1, 0), (1, 2), (2, 3)]))
+    base = {"model": "test", "timeout": 5, "http_retries": 0, "seed": 1, "max_titles": 0}
+    asks = {}
+    for show in (False, True):
+        with FaultyServer() as server:
+            agent = LlmAgent(g, {**base, "base_url": server.url, "show_route": show}, {})
+            [row] = play([game(0, 3, 3)], g, agent, 4, "llm", "test", allow_revisits=True)
+            asks[show] = [r["messages"][5]["content"] for r in server.requests]
+        # not deterministic: it goes back and forth to the step limit rather than ending as a loop
+        assert (row["outcome"], row["route"]) == (STEP_LIMIT, [0, 1, 0, 1, 0])
+    assert not any("already visited" in a for a in asks[False])
+    assert 'Of the titles in the list, I have already visited: ["Start"].' in asks[True][1]
+    assert "already visited" not in asks[True][0]
+
+
+# --- --protocol llm-wikirace end to end on the Latgalian graph ----------------------------------
+EXPERIMENT = "protocols"
+
+
+@pytest.fixture(scope="module")
+def study(ltg_graph, tmp_path_factory):
+    """Games sampled with --protocol llm-wikirace; TF-IDF under both protocols and random under
+    LLM-WikiRace's on those games; then the report with LLM-WikiRace's bands."""
+    tmp = tmp_path_factory.mktemp("protocols")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
+        games = str(tmp / "games")
+        argv = ["--graph", ltg_graph, "--games", "24", "--seed", "3", "--output", games, "--experiment", "s"]
+        assert sample_games.main([*argv, "--protocol", "llm-wikirace"]) == 0
+        plays = {}
+        for agent, protocol in (("tfidf", "paper"), ("tfidf", "llm-wikirace"), ("random", "llm-wikirace")):
+            plays[agent, protocol] = str(tmp / "plays" / f"{agent}-{protocol}")
+            argv = ["--graph", ltg_graph, "--games-dir", games, "--agent", agent, "--protocol", protocol]
+            argv += ["--experiment", EXPERIMENT, "--output", plays[agent, protocol]]
+            assert play_games.main(argv) == 0
+        report = str(tmp / "report")
+        argv = ["--experiment", EXPERIMENT, "--output", report, "--bands", "3-4,5-6,7-8"]
+        assert report_job.main(argv) == 0
+        yield {"games": games, "plays": plays, "report": report, "uri": f"sqlite:///{tmp}/mlflow.db"}
+
+
+def read_plays(directory):
+    return pd.concat(
+        pq.read_table(os.path.join(directory, d, "plays")).to_pandas()
+        for d in sorted(os.listdir(directory))
+        if d.startswith("part-")
+    )
+
+
+def test_sampling_preset_bands_and_manifest(spark, study):
+    manifest = io.read_manifest(spark, study["games"])
+    assert manifest["options"]["protocol"] == "llm-wikirace" and manifest["options"]["stratify"] == "3-4,5-6,7-8"
+    games = pq.read_table(f"{study['games']}/games").to_pandas()
+    bands = games.optimal_steps.map(lambda d: (d + 1) // 2 * 2 - 1)  # 3-4 → 3, 5-6 → 5, 7-8 → 7
+    assert bands.value_counts().to_dict() == {3: 8, 5: 8, 7: 8}
+
+
+def test_play_runs_record_the_protocol_and_follow_its_rules(spark, study):
+    client = MlflowClient(study["uri"])
+    for (agent, protocol), out in study["plays"].items():
+        params = client.get_run(io.read_manifest(spark, out)["mlflow_run_id"]).data.params
+        race = protocol == "llm-wikirace"
+        assert params["protocol"] == protocol and params["allow_revisits"] == str(race)
+        assert params["max_steps"] == ("30" if race else "100") and params["max_titles"] == ("0" if race else "200")
+        plays = read_plays(out)
+        assert len(plays) == 24 and plays.steps.max() <= int(params["max_steps"])
+        found = [route_loops(list(r)) for r in plays.route]
+        if not race:
+            assert all(f.revisits == 0 for f in found) and LOOP not in set(plays.outcome)
+        elif agent == "tfidf":  # deterministic: its first revisit repeats a state, and ends the game
+            assert [f.first_revisit for f in found] == [
+                s if o == LOOP else -1 for s, o in zip(plays.steps, plays.outcome)
+            ]
+    random_plays = read_plays(study["plays"]["random", "llm-wikirace"])
+    assert LOOP not in set(random_plays.outcome)
+    assert sum(route_loops(list(r)).revisits for r in random_plays.route) > 0  # random walks do come back
+
+
+def test_report_has_bands_loops_and_a_protocol_column(spark, study):
+    tables = os.path.join(study["report"], "tables")
+    runs = pd.read_csv(os.path.join(tables, "runs.csv"))
+    assert sorted(runs.protocol) == ["llm-wikirace", "llm-wikirace", "paper"]
+    assert set(runs.agent) == {"tfidf", "tfidf [llm-wikirace]", "random [llm-wikirace]"}
+
+    bands = pd.read_csv(os.path.join(tables, "bands.csv"))
+    plays = read_plays(study["plays"]["tfidf", "llm-wikirace"])
+    plays["band"] = plays.optimal_steps.map({3: "3–4", 4: "3–4", 5: "5–6", 6: "5–6", 7: "7–8", 8: "7–8"})
+    mine = bands[bands.label == "tfidf [llm-wikirace]"].set_index("band")
+    assert list(mine.index) == ["3–4", "5–6", "7–8"]
+    for band, group in plays.groupby("band"):
+        assert mine.loc[band, "games"] == len(group)
+        assert mine.loc[band, "successes"] == (group.outcome == SUCCESS).sum()
+
+    loops = pd.read_csv(os.path.join(tables, "loops.csv")).set_index("label")
+    assert set(loops.index) == {"tfidf [llm-wikirace]", "random [llm-wikirace]"}
+    assert loops.loc["tfidf [llm-wikirace]", "loops"] == (plays.outcome == LOOP).sum()
+
+    text = open(os.path.join(study["report"], "report.md"), encoding="utf-8").read()
+    assert "## Difficulty bands" in text and "## Loops (runs with revisits allowed)" in text
+    assert "| agent | protocol |" in text  # every agent table, runs of both protocols together
+    assert text.count("| agent | protocol |") >= 5
+    summary = json.loads(open(os.path.join(study["report"], "report.json"), encoding="utf-8").read())
+    assert {"figures/bands_success_steps.png", "figures/loops.png"} <= set(summary["figures"])

@@ -1,0 +1,54 @@
+"""Which study's protocol a play run followed, as the report shows it.
+
+A run's ``protocol`` param (``jobs/play_games.py --protocol``) names the preset its defaults came
+from; runs from before the flag, and imported human games, followed the paper's rules. The labels
+of other runs carry the protocol, so one agent played under both protocols stays two groups, and a
+table with an ``agent`` column gets a ``protocol`` column when runs of both protocols are present.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+
+from wikigame_spark.config import PlayConfig, protocol_preset
+
+PAPER = "paper"
+PROTOCOL = "protocol"
+
+
+def run_protocol(params: dict) -> str:
+    return params.get(PROTOCOL) or PAPER
+
+
+def protocol_defaults(protocol: str) -> dict:
+    """The play settings a protocol starts from (the dataclass defaults, then its preset)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(PlayConfig)}
+    return {**defaults, **protocol_preset(PlayConfig, protocol)}
+
+
+def label_suffix(params: dict) -> str:
+    """`` [llm-wikirace]`` for a non-paper run, and `` revisits``/`` no revisits`` when the run
+    departed from its protocol's rule; empty for a run of the paper's protocol."""
+    protocol = run_protocol(params)
+    text = "" if protocol == PAPER else f" [{protocol}]"
+    revisits = params.get("allow_revisits") == "True"
+    if revisits != protocol_defaults(protocol)["allow_revisits"]:
+        text += " revisits" if revisits else " no revisits"
+    return text
+
+
+def default_max_steps(params: dict) -> str:
+    """The step limit a run's label need not mention: its protocol's."""
+    return str(protocol_defaults(run_protocol(params))["max_steps"])
+
+
+def with_protocol_column(table: pd.DataFrame, protocols: dict[str, str], key: str = "agent") -> pd.DataFrame:
+    """``table`` with a ``protocol`` column after ``key`` (agent labels) when ``protocols``
+    (label → protocol) holds more than one protocol; else ``table`` itself."""
+    if len(set(protocols.values())) < 2 or key not in table.columns or PROTOCOL in table.columns:
+        return table
+    out = table.copy()
+    out.insert(out.columns.get_loc(key) + 1, PROTOCOL, out[key].map(protocols).fillna(""))
+    return out
