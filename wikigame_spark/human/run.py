@@ -1,0 +1,128 @@
+"""A human play run: its graph, games and journal on disk; at the end, a play run like the agents'.
+
+The run's folder is ``GRAPH/human/RUN_NAME`` (the journal); its plays go to ``GRAPH/plays/RUN_NAME``
+and to an MLflow run through :func:`wikigame_spark.play.runs.record_plays`, the path imported human
+games take too, so ``jobs/report.py`` reads them like any agent's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+from pyspark.sql import SparkSession
+
+from wikigame_spark import io
+from wikigame_spark.evaluation.humans import HUMAN
+from wikigame_spark.human.arena import Arena, plays_rows
+from wikigame_spark.play import runs
+from wikigame_spark.play.report import graph_params
+from wikigame_spark.play.worker_graph import WorkerGraph, read_columns
+from wikigame_spark.schemas import GAMES
+
+JOURNAL = "journal.jsonl"
+_RUN_NAME = re.compile(r"[\w][\w.-]{0,99}")
+
+
+@dataclass(frozen=True)
+class HumanPlayConfig:
+    """``jobs/human_play.py``'s settings."""
+
+    graph: str
+    games: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8050
+    time_limit: float = 600.0
+    max_steps: int = 100
+    experiment: str = "wikigame"
+    run_name: str = "human-play"
+
+    def validate(self) -> None:
+        if "://" in self.graph and not self.graph.startswith("file:"):
+            raise ValueError(f"--graph {self.graph}: human play keeps its journal beside the graph, on local disk")
+        if not _RUN_NAME.fullmatch(self.run_name):
+            raise ValueError(f"--run-name {self.run_name!r}: letters, digits, . - _ only (it names a folder)")
+        if not 0 < self.port < 65536:
+            raise ValueError(f"--port {self.port}: not a port")
+        if self.time_limit < 0 or self.max_steps < 1:
+            raise ValueError("--time-limit must be ≥ 0 (0: none) and --max-steps ≥ 1")
+
+    @property
+    def graph_dir(self) -> str:
+        return self.graph.removeprefix("file:").rstrip("/")
+
+    @property
+    def games_dir(self) -> str:
+        return (self.games or f"{self.graph_dir}/games").removeprefix("file:").rstrip("/")
+
+    @property
+    def run_dir(self) -> str:
+        return f"{self.graph_dir}/human/{self.run_name}"
+
+    @property
+    def output(self) -> str:
+        return f"{self.graph_dir}/plays/{self.run_name}"
+
+
+def _manifest(directory: str, what: str) -> dict:
+    path = os.path.join(directory, io.MANIFEST)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{directory}: no {io.MANIFEST}; not a finished {what}")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_games(games_dir: str, graph: WorkerGraph) -> list[dict]:
+    """The games table as dicts in game_id order, checked against the graph."""
+    _manifest(games_dir, "games table")
+    table = read_columns(f"{games_dir}/games", GAMES.fieldNames()).sort_by("game_id")
+    games = table.to_pylist()
+    bad = [
+        g["game_id"] for g in games if not (0 <= g["source"] < graph.num_nodes and 0 <= g["target"] < graph.num_nodes)
+    ]
+    if bad:
+        raise ValueError(f"{games_dir}: games {bad[:5]} name nodes that are not in the graph")
+    if not games:
+        raise ValueError(f"{games_dir}: no games to play")
+    return games
+
+
+def open_arena(cfg: HumanPlayConfig) -> Arena:
+    """The run's arena: graph and games loaded, the journal replayed when the run is resumed."""
+    cfg.validate()
+    _manifest(cfg.graph_dir, "graph")
+    graph = WorkerGraph.from_directory(cfg.graph_dir)
+    games = load_games(cfg.games_dir, graph)
+    run = {"graph": os.path.abspath(cfg.graph_dir), "games_dir": os.path.abspath(cfg.games_dir)}
+    return Arena(graph, games, f"{cfg.run_dir}/{JOURNAL}", cfg.time_limit, cfg.max_steps, run)
+
+
+def record(spark: SparkSession, arena: Arena, cfg: HumanPlayConfig) -> tuple[str, dict, pd.DataFrame]:
+    """The finished games as a play run of agent ``human`` (model: the player's name).
+
+    Returns the MLflow run id, its summary metrics and the plays."""
+    plays = pd.DataFrame(plays_rows(arena.finished()))
+    players = int(plays["model"].nunique())
+    params = {
+        **asdict(cfg),
+        "games": len(arena.order),
+        "games_dir": cfg.games_dir,
+        "output": cfg.output,
+        "agent": HUMAN,
+        "model": "",  # the players' names are in the plays' model column
+        "use_titles": "",
+        "players": players,
+        "journal": f"{cfg.run_dir}/{JOURNAL}",
+        "code_version": io.code_version(),
+        **graph_params(cfg.graph_dir, _manifest(cfg.graph_dir, "graph")),
+    }
+    counts = {"players": players, "unfinished_games": arena.unfinished()}
+    with open(f"{cfg.run_dir}/{JOURNAL}", "rb") as f:
+        journal = f.read()
+    run_id, metrics = runs.record_plays(
+        spark, plays, cfg.output, cfg.experiment, cfg.run_name, params, counts, {"counts": counts}, {JOURNAL: journal}
+    )
+    return run_id, metrics, plays
