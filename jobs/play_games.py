@@ -1,7 +1,8 @@
 """Agents play sampled games in parallel; plays Parquet + an MLflow run with params, metrics, artifacts.
 
 spark-submit jobs/play_games.py --graph DIR --agent NAME [--model NAME_OR_PATH] [--use-titles]
-    [--games N] [--max-steps 100] [--seed S] [--experiment NAME] [--run-name NAME]
+    [--games N] [--protocol paper|llm-wikirace] [--max-steps 100] [--allow-revisits] [--seed S]
+    [--experiment NAME] [--run-name NAME]
 """
 
 from __future__ import annotations
@@ -29,7 +30,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--use-titles", action="store_true", default=None, help="compare link titles, not summaries")
     p.add_argument("--games", type=int, help="play the first N games (default: all)")
     p.add_argument("--games-dir", help="games table (default GRAPH/games)")
-    p.add_argument("--max-steps", type=int, help="step limit (default 100)")
+    p.add_argument(
+        "--protocol",
+        choices=["paper", "llm-wikirace"],
+        help="the study whose defaults apply: paper (100 steps, no revisits, 200 titles) or llm-wikirace "
+        "(30 steps, revisits, every title); explicit flags override (default paper)",
+    )
+    p.add_argument("--max-steps", type=int, help="step limit (default: the protocol's, 100 or 30)")
+    p.add_argument(
+        "--allow-revisits",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="offer visited pages too; a deterministic agent back in a state ends with `loop`",
+    )
     p.add_argument("--seed", type=int, help="seed for random choices and samples")
     p.add_argument("--experiment", help="MLflow experiment (default wikigame)")
     p.add_argument("--run-name", help="run name; rerun with the same name to resume an interrupted run")
@@ -52,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     llm.add_argument("--timeout", type=float, help="seconds per request (default 60)")
     llm.add_argument("--http-retries", type=int, help="retries on timeouts/429/5xx, with backoff (default 5)")
     llm.add_argument("--max-tokens", type=int, help="completion token cap (default: the server's)")
-    llm.add_argument("--max-titles", type=int, help="link titles shown per step (paper: 200; 500 for GPT)")
+    llm.add_argument("--max-titles", type=int, help="link titles shown per step (paper: 200, 500 for GPT; 0 = all)")
     llm.add_argument("--max-retries", type=int, help="follow-ups after a bad answer (paper: 4)")
     llm.add_argument("--concurrency", type=int, help="requests in flight per worker (default 8)")
     llm.add_argument("--response-cache", help="directory caching replies by request (reruns are free)")

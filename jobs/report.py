@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from wikigame_spark import cli, io, tracking
-from wikigame_spark.config import ReportConfig, flatten, job_config
+from wikigame_spark.config import ReportConfig, flatten, job_config, parse_bands
 from wikigame_spark.evaluation import report
 from wikigame_spark.session import build_session
 
@@ -26,6 +26,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--run-name", help="name of the report's MLflow run (default report)")
     p.add_argument("--human-cutoff", type=int, help="human games: steps above optimal beyond this are unknown (10)")
     p.add_argument("--human-mode", choices=["truncated", "censored"], help="how the unknown human games enter the fit")
+    p.add_argument("--bands", help="difficulty bands by optimal steps (default 1-2,3-4,5-6,7-8)")
     p.add_argument("--config", help="YAML settings (default conf/report.yaml)")
     return p.parse_args(argv)
 
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError(f"experiment {cfg.experiment!r} has no finished play runs to report on")
 
     plays, sources = report.load_plays(spark, runs)
-    ev = report.evaluate(plays, runs, skipped, sources, cfg.human_cutoff, cfg.human_mode)
+    bands = parse_bands(cfg.bands, "bands")
+    ev = report.evaluate(plays, runs, skipped, sources, cfg.human_cutoff, cfg.human_mode, bands)
     params = {**flatten(cfg), "output": output, "play_runs": ",".join(r.run_id for r in runs)}
     params["code_version"] = io.code_version()
     with tracking.start_run(cfg.experiment, cfg.run_name, params, tags={report.KIND_TAG: "report"}) as run:

@@ -1,7 +1,7 @@
 """Games: uniformly random reachable (source, target) pairs with exact optimal lengths → DIR/games.
 
 spark-submit jobs/sample_games.py --graph DIR --games N --seed S [--output DIR2]
-    [--target-language CODE] [--targets-where SQL] [--stratify 3-4,5-6,7-8]
+    [--target-language CODE] [--targets-where SQL] [--protocol paper|llm-wikirace] [--stratify 3-4,5-6,7-8]
     [--method auto|local|distributed] [--max-draws M] [--overwrite]
 """
 
@@ -28,6 +28,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--output", help="games directory (default GRAPH/games)")
     p.add_argument("--target-language", help="targets only from nodes whose `language` is CODE (OpenAlex)")
     p.add_argument("--targets-where", help="targets only from nodes matching this SQL, e.g. 'page_id > 70000000'")
+    p.add_argument(
+        "--protocol",
+        choices=["paper", "llm-wikirace"],
+        help="the study whose defaults apply: llm-wikirace stratifies 3-4,5-6,7-8 (default paper)",
+    )
     p.add_argument("--stratify", help="equal numbers of games per optimal-length band, e.g. 3-4,5-6,7-8")
     p.add_argument("--method", choices=["auto", "local", "distributed"], help="distance method (default auto)")
     p.add_argument("--max-draws", type=int, help="give up after this many draws (default 1000 x games + 100000)")

@@ -94,7 +94,7 @@ def load_config(cls: type[T], yaml_path: str | None = None, overrides: dict | No
         if k not in names:
             raise ConfigError(f"flag --{k.replace('_', '-')} is not a setting of {cls.__name__}")
         values[k] = _coerce(k, v, hints[k], "command line")
-    cfg = cls(**values)
+    cfg = cls(**{**protocol_preset(cls, values.get("protocol")), **values})
     validate = getattr(cfg, "validate", None)
     if validate:
         validate()
@@ -125,10 +125,59 @@ def job_config(cls: type[T], job: str, args) -> T:
 
 
 __all__ = ["ConfigError", "WikipediaBuildConfig", "default_yaml", "flatten", "job_config", "load_config"]
+__all__ += ["PROTOCOLS", "check_protocol", "parse_bands", "protocol_preset"]
+
+
+# --- Protocols (--protocol): each study's defaults in one word; YAML and flags still override ----
+# The dataclass defaults are the paper's. LLM-WikiRace (Ziomek et al., 2026): games in the largest
+# strongly connected component, equal numbers per difficulty band, 30 steps, revisits allowed,
+# every out-link shown.
+PROTOCOLS: dict[str, dict[str, dict[str, Any]]] = {
+    "paper": {},
+    "llm-wikirace": {
+        "PlayConfig": {"max_steps": 30, "allow_revisits": True, "max_titles": 0},
+        "SampleGamesConfig": {"stratify": "3-4,5-6,7-8"},
+    },
+}
+
+
+def protocol_preset(cls: type, protocol: str | None) -> dict[str, Any]:
+    """The settings ``protocol`` gives ``cls`` in place of its defaults (none for an unknown name:
+    ``check_protocol`` then says what is valid)."""
+    if "protocol" not in {f.name for f in dataclasses.fields(cls)}:
+        return {}
+    return dict(PROTOCOLS.get(protocol or "paper", {}).get(cls.__name__, {}))
+
+
+def check_protocol(protocol: str) -> None:
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
 
 
 # --- Graph statistics and game sampling (jobs/graph_stats.py, jobs/sample_games.py) ------------
 DISTANCE_METHODS = ("auto", "local", "distributed")
+
+
+def parse_bands(text: str, key: str) -> tuple[tuple[int, int], ...]:
+    """Optimal-length bands like ``3-4,5-6,7-8`` (or ``5``) as sorted inclusive ``(low, high)``
+    pairs; empty for an empty text. ``key`` names the setting in errors."""
+    if not text.strip():
+        return ()
+    bands = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            band = (int(lo), int(hi if sep else lo))
+        except ValueError as e:
+            raise ConfigError(f"{key}: {part.strip()!r} is not a band like 3-4 or 5 (in {text!r})") from e
+        if not 1 <= band[0] <= band[1]:
+            raise ConfigError(f"{key}: band {part.strip()!r} must satisfy 1 <= low <= high")
+        bands.append(band)
+    bands.sort()
+    for i in range(1, len(bands)):
+        if bands[i][0] <= bands[i - 1][1]:
+            raise ConfigError(f"{key}: bands overlap in {text!r}")
+    return tuple(bands)
 
 
 def _check_distance_method(cfg: Any) -> None:
@@ -181,9 +230,11 @@ class SampleGamesConfig:
     max_draws: int = 0  # 0: 1,000 × games + 100,000
     experiment: str = "sample_games"
     overwrite: bool = False
+    protocol: str = "paper"  # paper | llm-wikirace (PROTOCOLS): the study whose defaults apply
 
     def validate(self) -> None:
         _check_distance_method(self)
+        check_protocol(self.protocol)
         if self.games <= 0:
             raise ConfigError(f"games: must be positive, got {self.games}")
         if self.max_draws < 0 or 0 < self.max_draws < self.games:
@@ -194,25 +245,7 @@ class SampleGamesConfig:
 
     def strata(self) -> tuple[tuple[int, int], ...]:
         """``stratify`` as sorted ``(low, high)`` step bands, inclusive; empty when not stratified."""
-        if not self.stratify.strip():
-            return ()
-        bands = []
-        for part in self.stratify.split(","):
-            lo, sep, hi = part.strip().partition("-")
-            try:
-                band = (int(lo), int(hi if sep else lo))
-            except ValueError as e:
-                raise ConfigError(
-                    f"stratify: {part.strip()!r} is not a band like 3-4 or 5 (in {self.stratify!r})"
-                ) from e
-            if not 1 <= band[0] <= band[1]:
-                raise ConfigError(f"stratify: band {part.strip()!r} must satisfy 1 <= low <= high")
-            bands.append(band)
-        bands.sort()
-        for i in range(1, len(bands)):
-            if bands[i][0] <= bands[i - 1][1]:
-                raise ConfigError(f"stratify: bands overlap in {self.stratify!r}")
-        return tuple(bands)
+        return parse_bands(self.stratify, "stratify")
 
     def draw_limit(self) -> int:
         return self.max_draws or 1000 * self.games + 100_000
@@ -251,7 +284,7 @@ class PlayConfig:
     http_retries: int = 5
     backoff: float = 1.0
     max_tokens: int = 0  # 0 = the server's default
-    max_titles: int = 200
+    max_titles: int = 200  # 0 = every link
     max_retries: int = 4
     concurrency: int = 8
     response_cache: str = ""
@@ -259,14 +292,17 @@ class PlayConfig:
     top_k: int = 0
     embedding_model: str = ""
     show_route: bool = False
+    protocol: str = "paper"  # paper | llm-wikirace (PROTOCOLS): the study whose defaults apply
+    allow_revisits: bool = False  # offer visited pages too (LLM-WikiRace); a deterministic agent may loop
 
     def validate(self) -> None:
         if not self.graph:
             raise ConfigError("graph: give the graph directory (--graph)")
-        for name in ("max_titles", "concurrency", "timeout"):
+        check_protocol(self.protocol)
+        for name in ("concurrency", "timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)}")
-        for name in ("max_retries", "http_retries", "top_k", "max_tokens"):
+        for name in ("max_titles", "max_retries", "http_retries", "top_k", "max_tokens"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}: must be 0 or more, got {getattr(self, name)}")
         if self.top_k and self.agent not in ("llm", "reasoning"):
@@ -342,8 +378,10 @@ class ReportConfig:
     run_name: str = "report"
     human_cutoff: int = 10  # human games: more than this many steps above optimal are unknown
     human_mode: str = "truncated"  # truncated (the paper's) | censored
+    bands: str = "1-2,3-4,5-6,7-8"  # difficulty bands by optimal steps; games in none are "other"
 
     def validate(self) -> None:
+        parse_bands(self.bands, "bands")
         if not self.experiment:
             raise ConfigError("experiment: give the MLflow experiment of the play runs (--experiment)")
         if self.human_cutoff <= 0:

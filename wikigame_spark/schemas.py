@@ -94,7 +94,8 @@ GAMES = StructType(
 # --- Plays (jobs/play_games.py) --------------------------------------------------------------------
 # One row per game played by an agent. route starts at the source; steps = pages moved to.
 # queries/tokens/seconds are filled by agents that make requests (LLMs); detail says more about
-# an outcome that ended a game early.
+# an outcome that ended a game early. outcome: the engine's success | step_limit | dead_end | loop
+# (revisits allowed, a deterministic agent back in a state it was in) or an agent's own (hallucination…).
 AGENT = "agent"
 MODEL = "model"
 OUTCOME = "outcome"

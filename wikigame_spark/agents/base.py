@@ -29,7 +29,7 @@ class StepRequest:
     step: int  # moves made so far
     current: int
     target: int
-    offered: np.ndarray  # unvisited out-links of ``current``, ascending node ids
+    offered: np.ndarray  # out-links of ``current`` (unvisited ones unless revisits are allowed), ascending ids
     route: list[int]
 
 
@@ -63,6 +63,8 @@ class Agent(abc.ABC):
 
     #: outcomes this agent can end a game with besides the engine's own
     outcomes: tuple[str, ...] = ()
+    #: the choice depends only on (current page, offered links, target): a repeated state is a loop
+    deterministic: bool = False
 
     def __init__(self, graph: WorkerGraph, settings: dict, resources: dict) -> None:
         self.graph = graph

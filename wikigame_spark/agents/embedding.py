@@ -24,6 +24,8 @@ def _text_col(settings: dict) -> str:
 
 @register_agent("embedding")
 class EmbeddingAgent(Agent):
+    deterministic = True
+
     @classmethod
     def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
         model = settings.get("model") or DEFAULT_MODEL

@@ -10,7 +10,8 @@ concurrently (``concurrency`` threads per worker). Every failure ends the game w
 
 Beyond the paper, each off by default: ``shuffle_links`` (position-bias control), ``top_k``
 (offer only the k links most similar to the target by embedding — the hybrid agent the paper's
-discussion proposes), ``show_route`` (tell the model the pages visited so far).
+discussion proposes), ``show_route`` (tell the model the pages visited so far and, when revisits
+are allowed, which offered titles lead back to one).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class LlmAgent(Agent):
             scores = self.ranker.scores(r.target, offered)
             keep = np.sort(np.argsort(-scores, kind="stable")[:k])
             offered = offered[keep]
-        return [int(i) for i in offered[: self.max_titles]]
+        return [int(i) for i in offered[: self.max_titles or None]]
 
     def _step(self, r: StepRequest) -> Choice:
         started = time.perf_counter()
@@ -91,8 +92,13 @@ class LlmAgent(Agent):
         titles = [titles_of[i] for i in shown]
         node_of = dict(zip(titles, shown))
         target = titles_of[r.target]
-        route = [titles_of[i] for i in r.route] if self.settings.get("show_route") else None
-        messages = prompts.first_messages(target, self.graph.summaries[r.target], titles, self.reasoning, route)
+        route = visited = None
+        if self.settings.get("show_route"):  # offered pages are visited ones only when revisits are allowed
+            route, seen = [titles_of[i] for i in r.route], set(r.route)
+            visited = [titles_of[i] for i in shown if i in seen]
+        messages = prompts.first_messages(
+            target, self.graph.summaries[r.target], titles, self.reasoning, route, visited
+        )
         rng = np.random.default_rng([int(self.settings.get("seed") or 0), r.game_id, r.step, 1])
         queries = prompt_tokens = completion_tokens = 0
 

@@ -30,6 +30,8 @@ ASK_REASONING = (
     "selected title must be from the following list: {titles}"
 )
 ROUTE_SO_FAR = " So far I have visited these pages, in order: {route}."
+# Beyond the paper (revisits allowed, route shown): which of the titles lead back to visited pages.
+VISITED = " Of the titles in the list, I have already visited: {visited}."
 
 _ONLY_TWO_FIELDS = (
     'The JSON should only include the two fields "title" and "reason", and the title should only include the '
@@ -68,12 +70,20 @@ NO_ANSWER_REPLY = "no_answer"
 
 
 def first_messages(
-    target_title: str, target_summary: str, titles: list[str], reasoning: bool = False, route: list[str] | None = None
+    target_title: str,
+    target_summary: str,
+    titles: list[str],
+    reasoning: bool = False,
+    route: list[str] | None = None,
+    visited: list[str] | None = None,
 ) -> list[dict]:
-    """Listing 5: the conversation sent at every step."""
+    """Listing 5: the conversation sent at every step (plus the route and the visited titles
+    among those offered, when given)."""
     ask = (ASK_REASONING if reasoning else ASK).format(titles=json.dumps(titles, ensure_ascii=False))
     if route:
         ask += ROUTE_SO_FAR.format(route=json.dumps(route, ensure_ascii=False))
+    if visited:
+        ask += VISITED.format(visited=json.dumps(visited, ensure_ascii=False))
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": INTRO},

@@ -84,6 +84,8 @@ def cosine(a: dict[str, float], b: dict[str, float]) -> float:
 
 @register_agent("tfidf")
 class TfidfAgent(Agent):
+    deterministic = True
+
     @classmethod
     def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
         corpus = settings.get("corpus_graph") or graph_dir

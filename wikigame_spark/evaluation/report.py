@@ -36,7 +36,7 @@ from pyspark.sql.types import IntegerType
 
 from wikigame_spark import io, tracking
 from wikigame_spark.agents.sentence_models import model_slug
-from wikigame_spark.evaluation import figures, tables
+from wikigame_spark.evaluation import bands, figures, loops, protocols, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
 from wikigame_spark.evaluation.humans import HUMAN
 from wikigame_spark.schemas import PLAYS
@@ -73,9 +73,9 @@ def run_label(params: dict) -> str:
         text += " (titles)"
     if params.get("top_k") not in (None, "", "0"):
         text += f" top-{params['top_k']}"
-    if agent != HUMAN and params.get("max_steps") not in (None, "", "100"):
+    if agent != HUMAN and params.get("max_steps") not in (None, "", protocols.default_max_steps(params)):
         text += f" ≤{params['max_steps']} steps"
-    return text
+    return text + protocols.label_suffix(params)
 
 
 def graph_label(params: dict) -> str:
@@ -214,6 +214,9 @@ class Evaluation:
     human_cutoff: int = HUMAN_CUTOFF
     human_mode: str = "truncated"
     notes: list[str] = field(default_factory=list)
+    bands: pd.DataFrame | None = None  # per difficulty band (bands.band_table)
+    loops: pd.DataFrame | None = None  # runs with revisits allowed (loops.loop_table); None without any
+    protocols: dict[str, str] = field(default_factory=dict)  # label → protocol
 
     def metrics(self) -> dict[str, float]:
         """Flat per-group numbers for the report's MLflow run."""
@@ -245,6 +248,7 @@ def evaluate(
     sources: dict[str, str] | None = None,
     human_cutoff: int = HUMAN_CUTOFF,
     human_mode: str = "truncated",
+    difficulty_bands: tuple[tuple[int, int], ...] = ((1, 2), (3, 4), (5, 6), (7, 8)),
 ) -> Evaluation:
     """Labelled plays (see :func:`load_plays`) → tables and fits."""
     agg = tables.aggregate(plays)
@@ -264,6 +268,7 @@ def evaluate(
             "graph": r.graph,
             "games": int(per_run.get(r.run_id, 0)),
             "max_steps": r.max_steps if r.max_steps is not None else "",
+            "protocol": protocols.run_protocol(r.params),
             "plays": (sources or {}).get(r.run_id, r.plays_dir),
         }
         for r in runs
@@ -287,7 +292,15 @@ def evaluate(
         human_cutoff=human_cutoff,
         human_mode=human_mode,
         notes=notes,
+        bands=bands.band_table(bands.band_counts(plays, difficulty_bands)),
+        loops=_loops(plays, runs),
+        protocols={r.label: protocols.run_protocol(r.params) for r in runs},
     )
+
+
+def _loops(plays: DataFrame, runs: Sequence[PlayRun]) -> pd.DataFrame | None:
+    ids = loops.revisit_run_ids(runs)
+    return loops.loop_table(loops.loop_counts(plays.filter(F.col(tables.RUN_ID).isin(ids)))) if ids else None
 
 
 # --- Rendering --------------------------------------------------------------------------------
@@ -381,6 +394,7 @@ class _Doc:
     def __init__(self) -> None:
         self.blocks: list[tuple] = []
         self.files: dict[str, bytes] = {}
+        self.protocols: dict[str, str] = {}  # label → protocol: tables get a protocol column when mixed
 
     def heading(self, text: str, level: int = 2) -> None:
         self.blocks.append(("h", level, text))
@@ -389,7 +403,7 @@ class _Doc:
         self.blocks.append(("p", text))
 
     def table(self, df: pd.DataFrame) -> None:
-        self.blocks.append(("table", df))
+        self.blocks.append(("table", protocols.with_protocol_column(df, self.protocols)))
 
     def figure(self, name: str, png: bytes, caption: str) -> None:
         path = f"figures/{name}.png"
@@ -435,6 +449,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     created = created or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     labels, graphs = ev.labels, ev.graphs
     doc = _Doc()
+    doc.protocols = ev.protocols
     title = f"Wikipedia Game report — {experiment}"
     doc.heading(title, 1)
     games = int(ev.success[tables.GAMES].sum())
@@ -496,6 +511,10 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     wide_outcomes = tables.outcome_wide(ev.outcomes, labels, graphs)
     doc.table(wide_outcomes.rename(columns={tables.LABEL: "agent"}))
     doc.figure("fig15_outcomes", figures.outcome_stacks(wide_outcomes, graphs), "Fig 15")
+    if ev.bands is not None:
+        bands.render(doc, ev.bands, labels, graphs)
+    if ev.loops is not None:
+        loops.render(doc, ev.loops, labels, graphs)
 
     files = dict(doc.files)
     files["report.md"] = doc.markdown().encode("utf-8")
@@ -507,6 +526,10 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     files["tables/outcomes.csv"] = csv(ev.outcomes)
     files["tables/fits.csv"] = csv(ev.fit_table)
     files["tables/steps_above_optimal_counts.csv"] = csv(ev.extra)
+    extra_tables = {"bands": ev.bands, "loops": ev.loops}
+    for name, table in extra_tables.items():
+        if table is not None:
+            files[f"tables/{name}.csv"] = csv(table)
     summary = {
         "kind": "report",
         "experiment": experiment,
@@ -519,6 +542,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         "steps_above_optimal": ev.steps.to_dict(orient="records"),
         "outcomes": ev.outcomes.to_dict(orient="records"),
         "fits": [{"agent": a, "graph": g, **f.to_dict()} for a, g, f in ev.fits],
+        **{k: t.to_dict(orient="records") for k, t in extra_tables.items() if t is not None},
         "figures": sorted(k for k in files if k.startswith("figures/")),
     }
     files["report.json"] = (json.dumps(summary, indent=2, ensure_ascii=False, default=_json_default) + "\n").encode()

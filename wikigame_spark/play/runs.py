@@ -46,6 +46,7 @@ def agent_model(cfg: PlayConfig) -> str | None:
 def default_run_name(cfg: PlayConfig) -> str:
     model = agent_model(cfg)
     parts = [cfg.agent] + ([model_slug(model)] if model else []) + (["titles"] if cfg.use_titles else [])
+    parts += [cfg.protocol] if cfg.protocol != "paper" else []
     return "-".join(parts + [f"s{cfg.seed}", f"n{cfg.games or 'all'}"])
 
 
@@ -101,7 +102,7 @@ def play(spark: SparkSession, cfg: PlayConfig, output: str, extra_settings: dict
             log.info("chunk %d already played (%s); skipping", c, path)
             continue
         part = games.filter(chunk == F.lit(c))
-        plays = play_stage(part, cfg.graph, spec, cfg.max_steps, partitions, agent_model(cfg))
+        plays = play_stage(part, cfg.graph, spec, cfg.max_steps, partitions, agent_model(cfg), cfg.allow_revisits)
         with io.staged_output(spark, path, overwrite=True) as staging:
             io.write_table(plays, f"{staging}/plays", PLAYS)
             count = spark.read.schema(PLAYS).parquet(f"{staging}/plays").count()
