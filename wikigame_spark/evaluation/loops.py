@@ -174,11 +174,10 @@ def loop_figure(table: pd.DataFrame, labels: list[str], graphs: list[str]) -> by
     )
     for ax, *series in pairs:
         for shift, (col, name, color) in zip((h / 2, -h / 2), series):
-            values = rows[col].fillna(0)
-            ax.barh(y + shift, values, h, xerr=rows[f"{col}_sd"].fillna(0), color=color, capsize=2, label=name)
-            for yi, v in zip(y + shift, rows[col]):
-                at = 0.01 if pd.isna(v) else min(v + 0.02, 0.9)
-                ax.text(at, yi, tables.rounded(v), va="center", fontsize=8)
+            values, errors = rows[col].fillna(0), rows[f"{col}_sd"].fillna(0)
+            ax.barh(y + shift, values, h, xerr=errors, color=color, capsize=2, label=name)
+            for yi, v, e in zip(y + shift, rows[col], values + errors):
+                ax.text(min(e + 0.02, 0.9), yi, tables.rounded(v), va="center", fontsize=8)
         ax.set_xlim(0, 1)
         ax.grid(axis="x", alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
@@ -203,4 +202,9 @@ def render(doc, table: pd.DataFrame, labels: list[str], graphs: list[str]) -> No
         "p-value that it is rarer (LLM-WikiRace: models fail to replan)."
     )
     doc.table(loop_display(table, labels, graphs))
-    doc.figure("loops", loop_figure(table, labels, graphs), "Revisits, loops and success after a revisit")
+    doc.figure(
+        "loops",
+        loop_figure(table, labels, graphs),
+        "Loops · share of games that revisit a page and that end by `loop` (left); success rate of the "
+        "games without a revisit and of those after their first revisit (right).",
+    )
