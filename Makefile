@@ -20,12 +20,25 @@ $(VENV)/.installed: setup.py
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-# JVM side: Java 17+ for Spark 4, and hadoop-aws + AWS SDK matched to pyspark's Hadoop, from Maven Central.
+# JVM side: Java 17+ for Spark 4, and the jars of conf/maven/pom.xml (hadoop-aws + AWS SDK matched to
+# pyspark's Hadoop, GraphFrames) from Maven Central into jars/. Where Central does not serve GraphFrames'
+# artifact, the vendored build of it (../shared/vendor/graphframes, README there) goes into the local
+# Maven repository first, after its sha256 is checked; the pom then resolves the same coordinate.
+GRAPHFRAMES_VENDOR ?= ../shared/vendor/graphframes
+GRAPHFRAMES_SHA256 := a2578ca88c604e2f81860d36fbffa6c646908f44d341718cf7f8a9f2b2c4c959
 jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 	@bash conf/check_java.sh
 	@command -v mvn >/dev/null || { apt-get update -qq && apt-get install -y -qq maven; }
 	@hadoop=$$(ls $(VENV)/lib/python3*/site-packages/pyspark/jars/ | sed -n 's/^hadoop-client-api-\(.*\)\.jar$$/\1/p'); \
 	  grep -q "<hadoop.version>$$hadoop<" conf/maven/pom.xml || { echo "pyspark ships Hadoop $$hadoop but conf/maven/pom.xml pins another version"; exit 1; }
+	@v=$$(sed -n 's:.*<graphframes.version>\(.*\)</graphframes.version>.*:\1:p' conf/maven/pom.xml); \
+	  coord=io.graphframes:graphframes-spark4_2.13:$$v; jar=$(GRAPHFRAMES_VENDOR)/graphframes-spark4_2.13-$$v.jar; \
+	  mvn -q -B dependency:get -Dartifact=$$coord -Dtransitive=false >/dev/null 2>&1 || { \
+	    echo "$$coord is not served here: installing $$jar into the local Maven repository"; \
+	    echo "$(GRAPHFRAMES_SHA256)  $$jar" | sha256sum --check --quiet - \
+	      || { echo "error: $$jar is missing or not the vendored GraphFrames $$v (sha256 $(GRAPHFRAMES_SHA256))"; exit 1; }; \
+	    mvn -q -B install:install-file -Dfile=$$jar -DgroupId=io.graphframes \
+	      -DartifactId=graphframes-spark4_2.13 -Dversion=$$v -Dpackaging=jar; }
 	mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars
 	touch $@
 

@@ -17,7 +17,10 @@ setup(
         "mwparserfromhell>=0.7",
         "boto3>=1.34",
         "pyyaml>=6",
-        "graphframes-py>=0.11",
+        # the Python client of the GraphFrames jar in conf/maven/pom.xml (same version); it imports
+        # numpy and typing_extensions without declaring them
+        "graphframes-py==0.11.0",
+        "typing_extensions>=4",
         "mlflow>=3.1",
         "scipy>=1.11",
         "matplotlib>=3.8",

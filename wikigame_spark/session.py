@@ -2,8 +2,10 @@
 
 Spark settings come from ``spark-defaults.conf`` (``SPARK_CONF_DIR``, the project's ``conf/`` in
 ``make`` targets) and ``spark-submit`` flags, as usual. The only addition is the project's own
-``jars/`` folder (hadoop-aws and the AWS SDK, fetched by ``make install``), put on the driver
-and executor classpath when it exists.
+``jars/`` folder (the jars of conf/maven/pom.xml: GraphFrames, hadoop-aws and the AWS SDK, fetched
+by ``make install``), put on the driver and executor classpath when it exists. Under
+``spark-submit`` the driver's JVM is running before this code, so there GraphFrames comes from
+``spark.jars`` in conf/spark-defaults.conf (or ``--jars``/``--packages``, see the README).
 """
 
 from __future__ import annotations
