@@ -15,7 +15,7 @@ import datetime as dt
 
 from wikigame_spark import cli, io
 from wikigame_spark.config import OpenAlexBuildConfig, flatten, job_config
-from wikigame_spark.ingest.openalex import build_graphs, classified_works
+from wikigame_spark.ingest.openalex import build_graphs, check_graphs, classified_works, snapshot_has_topics
 from wikigame_spark.ingest.openalex_records import field_slug
 from wikigame_spark.ingest.openalex_snapshot import (
     S3Store,
@@ -41,6 +41,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--allow-partial", action="store_true", default=None, help="warn, not fail, on an incomplete snapshot"
     )
+    p.add_argument("--allow-empty", action="store_true", default=None, help="write field graphs without nodes")
     p.add_argument("--include-xpac", action="store_true", default=None, help="keep XPAC works (is_xpac)")
     p.add_argument("--config", help="YAML settings (default conf/build_openalex.yaml)")
     return p.parse_args(argv)
@@ -67,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         configure_s3a(spark, spark_uri(cfg.input), cfg.endpoint_url, store)
 
     s3 = store.arrow_options() if isinstance(store, S3Store) else None
-    works, reader = classified_works(spark, plan, list(cfg.fields), cfg.include_xpac, s3)
-    result = build_graphs(works, list(cfg.fields))
+    with cli.stage("build_openalex", "build_graphs", cfg.input):
+        works, reader = classified_works(spark, plan, list(cfg.fields), cfg.include_xpac, s3)
+        result = build_graphs(works, list(cfg.fields))
+    check_graphs(result, cfg.input, lambda: snapshot_has_topics(spark, plan), cfg.allow_empty)
     warnings = plan.warnings + check_record_counts(plan, result.per_file, cfg.allow_partial)
     snapshot = {**plan.to_dict(), "reader": reader}
     for f in snapshot["files"]:

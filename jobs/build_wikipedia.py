@@ -11,9 +11,8 @@ import datetime as dt
 from wikigame_spark import cli, io
 from wikigame_spark.config import WikipediaBuildConfig, flatten, job_config
 from wikigame_spark.ingest.dumps import expand_inputs, plan_tasks
-from wikigame_spark.ingest.wikipedia import build_graph, dump_siteinfo, read_dump_pages
-from wikigame_spark.schemas import EDGES, NODES, REDIRECTS
-from wikigame_spark.session import build_session
+from wikigame_spark.ingest.wikipedia import build_graph, check_graph, dump_siteinfo, read_dump_pages
+from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -25,6 +24,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--method", choices=["fast", "reference"], help="link/summary extraction (default fast)")
     p.add_argument("--max-text-bytes", type=int, help="reject articles with more wikitext than this")
     p.add_argument("--multistream-task-bytes", type=int, help="compressed bytes per task of a multistream dump")
+    p.add_argument("--allow-empty", action="store_true", default=None, help="write a graph without articles")
     p.add_argument("--config", help="YAML settings (default conf/build_wikipedia.yaml)")
     return p.parse_args(argv)
 
@@ -38,8 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     tasks = plan_tasks(files, cfg.multistream_task_bytes)
     spark = build_session("build_wikipedia")
 
-    pages = read_dump_pages(spark, tasks, site, cfg.method, cfg.max_text_bytes)
-    graph = build_graph(pages, cfg.max_redirect_hops)
+    with cli.stage("build_wikipedia", "build_graph", files):
+        pages = read_dump_pages(spark, tasks, site, cfg.method, cfg.max_text_bytes)
+        graph = build_graph(pages, cfg.max_redirect_hops)
+    check_graph(graph.counts, files, cfg.allow_empty)
     manifest = {
         "kind": "wikipedia-graph",
         "inputs": io.file_identities(spark, files),
@@ -58,7 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     written = io.write_graph(
         spark,
         cfg.output,
-        {"nodes": (graph.nodes, NODES), "edges": (graph.edges, EDGES), "redirects": (graph.redirects, REDIRECTS)},
+        {
+            "nodes": (graph.nodes, WIKIPEDIA_NODES),
+            "edges": (graph.edges, EDGES),
+            "redirects": (graph.redirects, REDIRECTS),
+        },
         manifest,
         cfg.overwrite,
     )

@@ -64,7 +64,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     llm.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     llm.add_argument("--timeout", type=float, help="seconds per request (default 60)")
     llm.add_argument("--http-retries", type=int, help="retries on timeouts/429/5xx, with backoff (default 5)")
-    llm.add_argument("--max-tokens", type=int, help="completion token cap (default: the server's)")
+    llm.add_argument("--max-tokens", type=int, help="completion token cap (default: llm 200, reasoning 1024)")
     llm.add_argument("--max-titles", type=int, help="link titles shown per step (paper: 200, 500 for GPT; 0 = all)")
     llm.add_argument("--max-retries", type=int, help="follow-ups after a bad answer (paper: 4)")
     llm.add_argument("--concurrency", type=int, help="requests in flight per worker (default 8)")

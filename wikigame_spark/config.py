@@ -40,6 +40,7 @@ class WikipediaBuildConfig:
     summary_chars: int = 1000
 
     def validate(self) -> None:
+    allow_empty: bool = False  # write a graph without articles instead of failing
         if not self.inputs:
             raise ConfigError("inputs: give at least one dump file, directory or glob (--input)")
         if not self.output:
@@ -283,7 +284,7 @@ class PlayConfig:
     timeout: float = 60.0
     http_retries: int = 5
     backoff: float = 1.0
-    max_tokens: int = 0  # 0 = the server's default
+    max_tokens: int = 0  # 0 = the agent's default cap (llm 200, reasoning 1024)
     max_titles: int = 200  # 0 = every link
     max_retries: int = 4
     concurrency: int = 8
@@ -352,6 +353,7 @@ class OpenAlexBuildConfig:
         if len(set(self.fields)) != len(self.fields):
             raise ConfigError(f"fields: {list(self.fields)} names a field twice")
         if len({field_slug(f) for f in self.fields}) != len(self.fields):
+    allow_empty: bool = False  # write a field graph without nodes instead of failing
             raise ConfigError(f"fields: {list(self.fields)} give the same directory name twice")
         if not self.output:
             raise ConfigError("output: give an output directory (--output)")

@@ -27,7 +27,17 @@ TITLE = "title"
 SUMMARY = "summary"
 TARGET = "target"
 
+# The node contract every source meets and every later stage reads: a graph's nodes table has
+# these columns; the source's own key and any other columns are allowed and carried along.
 NODES = StructType(
+    [
+        StructField(ID, LongType(), False),
+        StructField(TITLE, StringType(), False),
+        StructField(SUMMARY, StringType(), False),
+    ]
+)
+# Wikipedia's nodes: the contract plus the wiki's page id (OpenAlex's: OPENALEX_NODES below).
+WIKIPEDIA_NODES = StructType(
     [
         StructField(ID, LongType(), False),
         StructField(PAGE_ID, LongType(), False),

@@ -68,7 +68,7 @@ def write_graph_dir(spark, path: str, node_ids, edges, extra: dict | None = None
     from pyspark.sql.types import StringType, StructField, StructType
 
     from wikigame_spark import io
-    from wikigame_spark.schemas import EDGES, NODES
+    from wikigame_spark.schemas import EDGES, WIKIPEDIA_NODES
 
     titles = titles or [f"Page {i}" for i in node_ids]
     extra = extra or {}
@@ -77,7 +77,7 @@ def write_graph_dir(spark, path: str, node_ids, edges, extra: dict | None = None
         (int(i), int(i) * 10, t, f"About {t}.", *(c[k] for c in columns))
         for k, (i, t) in enumerate(zip(node_ids, titles))
     ]
-    schema = StructType(NODES.fields + [StructField(name, StringType(), True) for name in extra])
+    schema = StructType(WIKIPEDIA_NODES.fields + [StructField(name, StringType(), True) for name in extra])
     nodes = spark.createDataFrame(rows, schema)
     edge_df = spark.createDataFrame([(int(a), int(b)) for a, b in edges], EDGES)
     manifest = {"kind": "test-graph", "counts": {"nodes": len(node_ids), "edges": len(edges)}}

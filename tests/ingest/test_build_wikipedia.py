@@ -13,12 +13,12 @@ from jobs import build_wikipedia
 from tests.conftest import BNWIKI, ENWIKI, LTG
 from tests.ingest.dumpgen import write_multistream
 from wikigame_spark import io
-from wikigame_spark.schemas import EDGES, NODES, REDIRECTS
+from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
 
 
 def load(spark, graph):
     return (
-        io.read_table(spark, f"{graph}/nodes", NODES),
+        io.read_table(spark, f"{graph}/nodes", WIKIPEDIA_NODES),
         io.read_table(spark, f"{graph}/edges", EDGES),
         io.read_table(spark, f"{graph}/redirects", REDIRECTS),
         json.load(open(f"{graph}/manifest.json")),

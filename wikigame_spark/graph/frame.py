@@ -75,9 +75,15 @@ def read_graph(spark: SparkSession, directory: str) -> Graph:
     found = spark.read.parquet(nodes_path).schema
     missing = [f.name for f in NODES.fields if f.name not in found.fieldNames()]
     if missing:
-        raise ValueError(f"{nodes_path}: missing column(s) {missing}; got {found.fieldNames()}")
-    extra = [StructField(f.name, f.dataType, True) for f in found.fields if f.name not in NODES.fieldNames()]
-    nodes = io.read_table(spark, nodes_path, StructType(NODES.fields + extra))
+        raise ValueError(
+            f"{nodes_path}: missing column(s) {missing} of the node contract {NODES.fieldNames()}; "
+            f"got {found.fieldNames()}"
+        )
+    # The file's column order; the contract's types for its columns, the footer's for the rest
+    # (the source's key, e.g. page_id or work_id, and columns such as language).
+    contract = {f.name: f for f in NODES.fields}
+    fields = [contract.get(f.name, StructField(f.name, f.dataType, True)) for f in found.fields]
+    nodes = io.read_table(spark, nodes_path, StructType(fields))
     edges = io.read_table(spark, f"{directory}/edges", EDGES)
     return Graph(path=directory, nodes=nodes, edges=edges, manifest=manifest)
 

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from wikigame_spark.graph.ids import dense_index
+from wikigame_spark.ingest.empty import ALLOW_EMPTY_HINT, EmptyGraphError, counted
 from wikigame_spark.ingest.openalex_arrow import Rules, arrow_ready, scan_parquet
 from wikigame_spark.ingest.openalex_records import (
     ARTICLE,
@@ -459,3 +460,41 @@ def build_graphs(works: DataFrame, fields: list[str]) -> OpenAlexGraphs:
             counts=c,
         )
     return OpenAlexGraphs(graphs=graphs, tally=by_reason, per_file=per_file, problems=problems)
+
+
+def snapshot_has_topics(spark: SparkSession, plan: SnapshotPlan) -> bool:
+    """Whether any record of the snapshot has a ``primary_topic`` (a scan: for the failure path)."""
+    raw = read_works(spark, plan)
+    return "primary_topic" in raw.columns and not raw.filter(F.col("primary_topic").isNotNull()).isEmpty()
+
+
+def check_graphs(result: OpenAlexGraphs, source: str, has_topics, allow_empty: bool = False) -> None:
+    """Refuse an input whose every record is unreadable, a snapshot from before OpenAlex's topics
+    (no field can have a node), and (unless ``allow_empty``) a field graph without nodes.
+
+    ``has_topics``: a callable answering whether any record has a ``primary_topic``, asked only
+    when no record read reached the field rule with a field.
+    """
+    dropped = result.dropped()
+    unreadable = {r: dropped.get(r, 0) for r in _NOT_VERSIONS}
+    if result.read and sum(unreadable.values()) == result.read:
+        example = f"; e.g. {result.problems[0]['example'][:80]!r}" if result.problems else ""
+        raise EmptyGraphError(
+            f"{source}: every one of the {result.read:,} records read was rejected ({counted(unreadable)}): "
+            f"not OpenAlex works records{example}"
+        )
+    empty = [f for f, n in result.nodes().items() if n == 0]
+    if not empty:
+        return
+    had_field = any(f is not None or r == OTHER_FIELD for r, f in result.tally)
+    if not had_field and not has_topics():
+        raise EmptyGraphError(
+            f"{source}: no record has a primary_topic, so no work has a field: this snapshot predates "
+            "OpenAlex topics (added in 2024). Use a works snapshot from 2024 or later, e.g. the current "
+            "s3://openalex (data/works/ or data/parquet/works/)"
+        )
+    if not allow_empty:
+        raise EmptyGraphError(
+            f"{source}: no works of field(s) {empty}, the graph would be empty: {result.read:,} records read, "
+            f"dropped ({counted(dropped)}); {ALLOW_EMPTY_HINT}"
+        )

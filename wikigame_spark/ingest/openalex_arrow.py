@@ -39,7 +39,7 @@ from wikigame_spark.ingest.openalex_records import (
     XPAC,
     rebuild_abstract,
 )
-from wikigame_spark.ingest.openalex_snapshot import SnapshotPlan
+from wikigame_spark.ingest.openalex_snapshot import SnapshotError, SnapshotPlan
 from wikigame_spark.schemas import (
     DOI,
     LANGUAGE,
@@ -166,7 +166,7 @@ def _scan(batches: Iterator[pa.RecordBatch], rules: Rules) -> Iterator[pa.Record
                 present = set(parquet.schema_arrow.names)
                 odd = _odd_columns(parquet.schema_arrow)
                 if odd:  # the first file's types decided the way in; this one differs
-                    raise ValueError(f"{part['key']}: columns {odd} are not of the first part file's types")
+                    raise SnapshotError(f"{part['key']}: columns {odd} are not of the first part file's types")
                 heavy = [c for c in HEAVY if c in present]
                 for group in range(parquet.num_row_groups):
                     light = parquet.read_row_group(group, columns=[c for c in LIGHT if c in present])

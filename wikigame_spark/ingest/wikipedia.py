@@ -16,18 +16,19 @@ from pyspark.sql import functions as F
 
 from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.ingest.dumps import DumpError, DumpTask, read_siteinfo
+from wikigame_spark.ingest.empty import ALLOW_EMPTY_HINT, EmptyGraphError, counted
 from wikigame_spark.ingest.pages import ARTICLE, OTHER_NAMESPACE, REDIRECT, REJECTED, task_rows
 from wikigame_spark.ingest.titles import SiteInfo
 from wikigame_spark.schemas import (
     DST,
     ID,
-    NODES,
     PAGE_ID,
     PAGES,
     SRC,
     SUMMARY,
     TARGET,
     TITLE,
+    WIKIPEDIA_NODES,
     require_columns,
 )
 
@@ -76,8 +77,9 @@ def read_dump_pages(
     return spark.createDataFrame(rdd, PAGES, verifySchema=False)
 
 
-def _counts(df: DataFrame, key: str) -> dict[str, int]:
-    return {r[key]: r["n"] for r in df.groupBy(key).agg(F.count("*").alias("n")).collect()}
+def _n():
+    """The count column every accounting aggregate below is read by: r["n"]."""
+    return F.count("*").alias("n")
 
 
 def _resolve_redirects(redirects: DataFrame, article_ids: DataFrame, max_hops: int) -> tuple[DataFrame, DataFrame]:
@@ -147,7 +149,9 @@ def build_graph(pages: DataFrame, max_redirect_hops: int = 32) -> WikipediaGraph
     edges = pairs.filter(F.col(SRC) != F.col(DST)).persist(StorageLevel.MEMORY_AND_DISK)
 
     counts = _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs)
-    return WikipediaGraph(nodes=nodes.select(*NODES.fieldNames()), edges=edges, redirects=redirects, counts=counts)
+    return WikipediaGraph(
+        nodes=nodes.select(*WIKIPEDIA_NODES.fieldNames()), edges=edges, redirects=redirects, counts=counts
+    )
 
 
 def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs) -> dict:
@@ -155,7 +159,7 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
     by_kind = (
         pages.groupBy("kind", "reason")
         .agg(
-            F.count("*").alias("n"),
+            _n(),
             F.max("timestamp").alias("newest"),
             F.sum(F.col("is_redirect").cast("long")).alias("redirects"),
             F.sum(F.coalesce("text_bytes", F.lit(0))).alias("text_bytes"),
@@ -164,7 +168,7 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
     )
     n_kind = {k: sum(r["n"] for r in by_kind if r["kind"] == k) for k in (ARTICLE, REDIRECT, OTHER_NAMESPACE)}
     rejected = {r["reason"]: r["n"] for r in by_kind if r["kind"] == REJECTED}
-    duplicates = {r["kind"]: r["n"] for r in ranked.filter(F.col("_rank") > 1).groupBy("kind").count().collect()}
+    duplicates = {r["kind"]: r["n"] for r in ranked.filter(F.col("_rank") > 1).groupBy("kind").agg(_n()).collect()}
     if duplicates:
         rejected[DUPLICATE_TITLE] = sum(duplicates.values())
     problems = []
@@ -176,7 +180,7 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
         r["key"]: r["n"]
         for r in indexed.select(F.explode("links_dropped")).groupBy("key").agg(F.sum("value").alias("n")).collect()
     }
-    outcome = {r["reason"]: r["count"] for r in joined.groupBy("reason").count().collect()}
+    outcome = {r["reason"]: r["n"] for r in joined.groupBy("reason").agg(_n()).collect()}
     resolved_occurrences = outcome.pop(None, 0)
     for reason, n in outcome.items():
         dropped[reason] = dropped.get(reason, 0) + n
@@ -186,7 +190,7 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
     n_edges = pair_counts["n"] - (pair_counts["self"] or 0)
     dropped["duplicate"] = resolved_occurrences - pair_counts["n"]
     dropped["self_loop"] = pair_counts["self"] or 0
-    redirect_failures = {r["reason"]: r["count"] for r in failed.groupBy("reason").count().collect()}
+    redirect_failures = {r["reason"]: r["n"] for r in failed.groupBy("reason").agg(_n()).collect()}
     n_redirects = n_kind[REDIRECT] - duplicates.get(REDIRECT, 0)
 
     return {
@@ -210,3 +214,22 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
         "wikitext_bytes": int(sum(r["text_bytes"] or 0 for r in by_kind)),
         "problems": problems,
     }
+
+
+def check_graph(counts: dict, inputs: list[str], allow_empty: bool = False) -> None:
+    """Refuse a build whose every page was rejected, and (unless ``allow_empty``) a graph without
+    articles, with the accounting that says why."""
+    pages = counts["pages"]
+    rejected = pages[REJECTED]
+    where = ", ".join(inputs)
+    if pages["read"] and sum(rejected.values()) == pages["read"]:
+        first = f"; first: {counts['problems'][0]}" if counts["problems"] else ""
+        raise EmptyGraphError(
+            f"{where}: every one of the {pages['read']:,} pages read was rejected ({counted(rejected)}){first}"
+        )
+    if counts["nodes"] == 0 and not allow_empty:
+        raise EmptyGraphError(
+            f"{where}: no articles, the graph would be empty: {pages['read']:,} pages read, "
+            f"{pages[REDIRECT]:,} redirects, {pages[OTHER_NAMESPACE]:,} of other namespaces, rejected "
+            f"({counted(rejected)}); {ALLOW_EMPTY_HINT}"
+        )
