@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from wikigame_spark import cli, io
+from wikigame_spark import cli, io, preflight
 from wikigame_spark.config import OpenAlexBuildConfig, flatten, job_config
 from wikigame_spark.ingest.openalex import build_graphs, check_graphs, classified_works, snapshot_has_topics
 from wikigame_spark.ingest.openalex_records import field_slug
@@ -26,7 +26,6 @@ from wikigame_spark.ingest.openalex_snapshot import (
     spark_uri,
 )
 from wikigame_spark.schemas import EDGES, OPENALEX_NODES
-from wikigame_spark.session import build_session
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -41,8 +40,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--allow-partial", action="store_true", default=None, help="warn, not fail, on an incomplete snapshot"
     )
-    p.add_argument("--allow-empty", action="store_true", default=None, help="write field graphs without nodes")
     p.add_argument("--include-xpac", action="store_true", default=None, help="keep XPAC works (is_xpac)")
+    p.add_argument("--allow-empty", action="store_true", default=None, help="write field graphs without nodes")
     p.add_argument("--config", help="YAML settings (default conf/build_openalex.yaml)")
     return p.parse_args(argv)
 
@@ -51,16 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = job_config(OpenAlexBuildConfig, "build_openalex", args)
     started = dt.datetime.now(dt.timezone.utc)
-    spark = build_session("build_openalex")
-
     output = spark_uri(cfg.output.rstrip("/"))
     targets = {f: f"{output}/{field_slug(f)}" for f in cfg.fields}
+    preflight.require_source([cfg.input], want="an OpenAlex snapshot (folder, file or s3:// prefix)")
+    for path in targets.values():
+        preflight.check_output(path, cfg.overwrite)
+    spark = cli.session("build_openalex")
+
     if output.startswith("s3a://"):
         configure_s3a(spark, output, cfg.endpoint_url, S3Store(output[6:].split("/", 1)[0], cfg.endpoint_url))
-    if not cfg.overwrite:
-        for path in targets.values():
-            if io.exists(spark, path):
-                raise io.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
+    for path in targets.values():
+        preflight.check_output(path, cfg.overwrite, spark=spark)
     store, root = open_store(cfg.input, cfg.endpoint_url, spark)
     plan = plan_snapshot(root, cfg.format, cfg.endpoint_url, cfg.allow_partial, spark, store=store)
     plan.input = cfg.input

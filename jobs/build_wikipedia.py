@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from wikigame_spark import cli, io
+from wikigame_spark import cli, io, preflight
 from wikigame_spark.config import WikipediaBuildConfig, flatten, job_config
 from wikigame_spark.ingest.dumps import expand_inputs, plan_tasks
 from wikigame_spark.ingest.wikipedia import build_graph, check_graph, dump_siteinfo, read_dump_pages
@@ -33,10 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = job_config(WikipediaBuildConfig, "build_wikipedia", args)
     started = dt.datetime.now(dt.timezone.utc)
+    preflight.require_source(list(cfg.inputs))
+    preflight.check_output(cfg.output, cfg.overwrite)
     files = expand_inputs(list(cfg.inputs))
     site = dump_siteinfo(files, cfg.lang)
     tasks = plan_tasks(files, cfg.multistream_task_bytes)
-    spark = build_session("build_wikipedia")
+    spark = cli.session("build_wikipedia")
+    preflight.check_output(cfg.output, cfg.overwrite, spark=spark)
 
     with cli.stage("build_wikipedia", "build_graph", files):
         pages = read_dump_pages(spark, tasks, site, cfg.method, cfg.max_text_bytes)

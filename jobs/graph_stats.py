@@ -9,11 +9,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from wikigame_spark import cli, io, tracking
+from wikigame_spark import cli, io, preflight, tracking
 from wikigame_spark.config import GraphStatsConfig, flatten, job_config
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.stats import graph_stats, plot_reach
-from wikigame_spark.session import build_session
 
 STATS_JSON = "stats.json"
 REACH_PNG = "reachability.png"
@@ -37,9 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg = job_config(GraphStatsConfig, "graph_stats", args)
     output = (cfg.output or f"{cfg.graph.rstrip('/')}/stats").rstrip("/")
     started = dt.datetime.now(dt.timezone.utc)
-    spark = build_session("graph_stats")
-    if io.exists(spark, output) and not cfg.overwrite:
-        raise io.OutputExistsError(f"{output} exists; pass --overwrite to replace it")
+    preflight.require_graph(cfg.graph)
+    preflight.check_output(output, cfg.overwrite)
+    preflight.check_tracking()
+    spark = cli.session("graph_stats")  # then other URIs than local paths, with the session
+    preflight.require_graph(cfg.graph, spark=spark)
+    preflight.check_output(output, cfg.overwrite, spark=spark)
     graph = read_graph(spark, cfg.graph)
 
     stats = graph_stats(graph.nodes, graph.edges, cfg)

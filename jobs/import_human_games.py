@@ -20,13 +20,12 @@ import tempfile
 import mlflow
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from wikigame_spark import cli, io, tracking
+from wikigame_spark import cli, io, preflight, tracking
 from wikigame_spark.config import HumanImportConfig, flatten, job_config
 from wikigame_spark.evaluation import humans
 from wikigame_spark.evaluation.metrics import summarise
 from wikigame_spark.play.report import graph_params
 from wikigame_spark.schemas import ID, PLAYS, REDIRECTS, TITLE
-from wikigame_spark.session import build_session
 
 NODE_TITLES = StructType([StructField(ID, LongType(), False), StructField(TITLE, StringType(), False)])
 
@@ -47,12 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = job_config(HumanImportConfig, "import_human_games", args)
     started = dt.datetime.now(dt.timezone.utc)
-    spark = build_session("import_human_games")
-    graph = cfg.graph.rstrip("/")
-    graph_manifest = io.read_manifest(spark, graph)
-    output = (cfg.output or f"{graph}/plays/{cfg.run_name}").rstrip("/")
-    if io.exists(spark, output) and not cfg.overwrite:
-        raise io.OutputExistsError(f"{output} exists; pass --overwrite to import again")
+    graph = preflight.absolute(cfg.graph)
+    output = preflight.absolute(cfg.output or f"{graph}/plays/{cfg.run_name}")
+
+    def checks(spark=None) -> dict | None:
+        preflight.require_file(cfg.tsv, "--tsv", spark=spark)
+        preflight.check_output(output, cfg.overwrite, spark=spark)
+        return preflight.require_graph(graph, spark=spark)
+
+    graph_manifest = checks()
+    preflight.check_tracking()
+    spark = cli.session("import_human_games")
+    graph_manifest = checks(spark)
 
     text = io.read_text(spark, cfg.tsv)
     case = (graph_manifest.get("site") or {}).get("case", "case-sensitive")

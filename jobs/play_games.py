@@ -8,18 +8,18 @@ spark-submit jobs/play_games.py --graph DIR --agent NAME [--model NAME_OR_PATH] 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import tempfile
 
 import mlflow
 
-from wikigame_spark import cli, io, tracking
-from wikigame_spark.config import PlayConfig, flatten, job_config
+from wikigame_spark import cli, io, preflight, tracking
+from wikigame_spark.config import PlayConfig, check_run_name, flatten, job_config
 from wikigame_spark.evaluation.metrics import summarise
 from wikigame_spark.play import runs
 from wikigame_spark.play.report import graph_params, sample_routes
 from wikigame_spark.schemas import NODES
-from wikigame_spark.session import build_session
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -77,58 +77,69 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _checks(cfg: PlayConfig, spark=None) -> tuple[dict | None, dict | None]:
+    """Graph and games are what the flags say, the games belong to the graph, the output can be written."""
+    graph_manifest = preflight.require_graph(cfg.graph, spark=spark)
+    games_manifest = preflight.require_games(cfg.games_dir, spark=spark)
+    if graph_manifest is not None and games_manifest is not None:
+        preflight.games_bound_to(games_manifest, graph_manifest, cfg.games_dir, cfg.graph)
+    preflight.check_output(cfg.output, cfg.overwrite, spark=spark, finished=True)
+    return graph_manifest, games_manifest
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = job_config(PlayConfig, "play_games", args)
-    spark = build_session("play_games")
-    graph_manifest = io.read_manifest(spark, cfg.graph)
+    graph = preflight.absolute(cfg.graph)
     run_name = cfg.run_name or runs.default_run_name(cfg)
-    output = cfg.output or f"{cfg.graph.rstrip('/')}/plays/{run_name}"
-    if io.exists(spark, f"{output}/{io.MANIFEST}"):
-        if not cfg.overwrite:
-            raise io.OutputExistsError(f"{output}: run {run_name!r} is finished; pass --overwrite to play it again")
-        io.delete(spark, output)
+    check_run_name(run_name)
+    output = preflight.absolute(cfg.output or f"{graph}/plays/{run_name}")
+    games_dir = preflight.absolute(cfg.games_dir or f"{graph}/games")
+    cfg = dataclasses.replace(cfg, graph=graph, games_dir=games_dir, output=output, run_name=run_name)
+    graph_manifest, games_manifest = _checks(cfg)
+    preflight.check_tracking()
+    spark = cli.session("play_games")
+    if graph_manifest is None or games_manifest is None or not preflight.is_local(output):
+        graph_manifest, games_manifest = _checks(cfg, spark)
 
-    experiment_id = tracking.setup(cfg.experiment)
-    previous = tracking.find_run(experiment_id, run_name)
-    resume = previous if previous and previous.info.status != "FINISHED" and io.exists(spark, output) else None
-    with mlflow.start_run(
-        run_id=resume.info.run_id if resume else None, run_name=run_name, experiment_id=experiment_id
-    ) as run:
-        params = {
-            **flatten(cfg),
-            "run_name": run_name,
-            "model": runs.agent_model(cfg),
-            "code_version": io.code_version(),
-            **graph_params(cfg.graph, graph_manifest),
-        }
-        mlflow.log_params(tracking.clean_params(params))
+    with io.output_lock(output, spark, what=f"play run {run_name!r}"):
         # The key travels to the workers with the agent, never into params, manifests or logs.
-        result = runs.play(spark, cfg, output, {"api_key": os.environ.get("OPENAI_API_KEY", "")})
-        plays = result.plays.toPandas()
-        metrics = summarise(plays)
-        if result.played_now:
-            metrics["games_per_second"] = result.played_now / result.seconds
-        tracking.log_metrics(metrics)
-        with tempfile.TemporaryDirectory() as tmp:
-            plays.to_parquet(os.path.join(tmp, "plays.parquet"), index=False)
-            nodes = io.read_table(spark, f"{cfg.graph}/nodes", NODES)
-            with open(os.path.join(tmp, "sample_routes.md"), "w", encoding="utf-8") as f:
-                f.write(sample_routes(plays, nodes))
-            mlflow.log_artifacts(tmp)
-        io.write_json(
-            spark,
-            f"{output}/{io.MANIFEST}",
-            {
+        settings = {**runs.agent_settings(cfg), "api_key": os.environ.get("OPENAI_API_KEY", "")}
+        identity = runs.run_identity(cfg, graph_manifest, games_dir, games_manifest, runs.model_identity(cfg, settings))
+        made_by = runs.play_identity(cfg, identity)
+        done = runs.prepare_output(spark, cfg, made_by)
+        experiment_id = tracking.setup(cfg.experiment)
+        resume = runs.resumable_run(experiment_id, run_name, identity) if done else None
+        with mlflow.start_run(
+            run_id=resume.info.run_id if resume else None, run_name=run_name, experiment_id=experiment_id
+        ) as run:
+            params = {**flatten(cfg), "code_version": io.code_version(), **graph_params(graph, graph_manifest)}
+            params.update(identity)
+            tracking.log_params_resumable(run, params)
+            result = runs.play(spark, cfg, output, made_by, {"api_key": settings["api_key"]})
+            plays = result.plays.toPandas()
+            metrics = {**summarise(plays), **runs.usage_metrics(plays)}
+            if result.played_now:
+                metrics["games_per_second"] = result.played_now / result.seconds
+            tracking.log_metrics(metrics)
+            with tempfile.TemporaryDirectory() as tmp:
+                plays.to_parquet(os.path.join(tmp, "plays.parquet"), index=False)
+                nodes = io.read_table(spark, f"{graph}/nodes", NODES)
+                with open(os.path.join(tmp, "sample_routes.md"), "w", encoding="utf-8") as f:
+                    f.write(sample_routes(plays, nodes))
+                mlflow.log_artifacts(tmp)
+            manifest = {
                 "kind": "plays",
                 "run_name": run_name,
                 "mlflow_run_id": run.info.run_id,
                 "experiment": cfg.experiment,
+                runs.RUN_IDENTITY: identity,
+                "made_by": made_by,
                 "parameters": params,
                 "metrics": metrics,
                 "tracking_uri": tracking.tracking_uri(),
-            },
-        )
+            }
+            io.write_json(spark, f"{output}/{io.MANIFEST}", manifest)
     print(
         f"play_games: wrote {output} and MLflow run {run.info.run_id} ({cfg.experiment}/{run_name}): "
         f"{len(plays)} games, success {metrics['success_rate']:.3f} ± {metrics['success_rate_se']:.3f}, "

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 
-from wikigame_spark import cli, io, tracking
+from wikigame_spark import cli, io, preflight, tracking
 from wikigame_spark.config import ReportConfig, flatten, job_config, parse_bands
 from wikigame_spark.evaluation import report
-from wikigame_spark.session import build_session
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -35,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = job_config(ReportConfig, "report", args)
     output = (cfg.output or report.default_output(cfg.experiment)).rstrip("/")
-    spark = build_session("report")
+    preflight.check_output(output, overwrite=True)  # writable; an earlier report is replaced (below)
+    preflight.check_tracking()
+    spark = cli.session("report")
+    preflight.check_output(output, overwrite=True, spark=spark)
     report.check_output(spark, output, cfg.overwrite)
     runs, skipped = report.find_play_runs(cfg.experiment, cfg.runs)
     if not runs:

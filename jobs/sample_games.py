@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from wikigame_spark import cli, io, tracking
+from wikigame_spark import cli, io, preflight, tracking
 from wikigame_spark.config import SampleGamesConfig, flatten, job_config
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.sampling import sample_games
 from wikigame_spark.schemas import GAMES
-from wikigame_spark.session import build_session
 
 TABLE = "games"
 
@@ -47,9 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg = job_config(SampleGamesConfig, "sample_games", args)
     output = (cfg.output or f"{cfg.graph.rstrip('/')}/games").rstrip("/")
     started = dt.datetime.now(dt.timezone.utc)
-    spark = build_session("sample_games")
-    if io.exists(spark, output) and not cfg.overwrite:
-        raise io.OutputExistsError(f"{output} exists; pass --overwrite to replace it")
+    preflight.require_graph(cfg.graph)
+    preflight.check_output(output, cfg.overwrite)
+    preflight.check_tracking()
+    spark = cli.session("sample_games")  # then other URIs than local paths, with the session
+    preflight.require_graph(cfg.graph, spark=spark)
+    preflight.check_output(output, cfg.overwrite, spark=spark)
     graph = read_graph(spark, cfg.graph)
 
     sampled = sample_games(graph.nodes, graph.edges, cfg)

@@ -1,45 +1,191 @@
-"""What every job's entry point shares: argument helpers and error reporting.
+"""What every job's entry point shares: error reporting, console verbosity, the session.
 
-A job fails with one clear line naming what is wrong (a file, a position, a flag) rather than a
-JVM stack trace; errors raised inside Spark tasks are unwrapped to their Python message.
+A fault the user can cause or fix (bad input, an unreadable or unwritable path, a corrupt Parquet
+file, an unusable tracking store, a refused resume) ends the job with one last line
+``error: <what, where>`` and exit status 2, recognised anywhere in the exception chain, including
+the Java causes Py4J carries and errors raised inside Spark tasks. Anything else is a bug: its
+traceback is shown and the status is 1. Spark's task failure traces stay off the console unless
+``--verbose`` (or ``WIKIGAME_VERBOSE=1``) is given.
 """
 
 from __future__ import annotations
 
+import builtins
+import contextlib
+import importlib
 import logging
+import os
 import re
 import sys
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
 
 from wikigame_spark.config import ConfigError
 from wikigame_spark.ingest.dumps import DumpError
-from wikigame_spark.io import OutputExistsError
+from wikigame_spark.io import OutputBusyError, OutputExistsError
 
 log = logging.getLogger(__name__)
 
-USER_ERRORS = (ConfigError, DumpError, OutputExistsError, FileNotFoundError, ValueError)
-_TASK_ERROR = re.compile(r"^\w*(?:Error|Exception): .*$", re.M)
+USER_ERRORS = (
+    ConfigError,
+    DumpError,
+    OutputExistsError,
+    OutputBusyError,
+    FileNotFoundError,
+    PermissionError,
+    ValueError,
+)
+_TASK_ERROR = re.compile(r"^((?:[A-Za-z_]\w*\.)*)(\w*(?:Error|Exception)): (.*)$", re.M)
+# Java causes a user can fix, as Py4J renders them: (pattern, message from its groups).
+_JAVA_FAULTS = (
+    (re.compile(r"(\S+) is not a Parquet file"), "{0}: is not a Parquet file (corrupt or cut short)"),
+    (re.compile(r"Parquet magic bytes not found in footer"), "a Parquet file is corrupt or cut short ({line})"),
+    (
+        re.compile(r"ChecksumException: Checksum error: (\S+)"),
+        "{0}: checksum error (changed or cut short since written)",
+    ),
+    (re.compile(r"Mkdirs failed to create (\S+)"), "{0}: cannot create the folder (Mkdirs failed)"),
+    (re.compile(r"java\.nio\.file\.AccessDeniedException: (\S+)"), "{0}: access denied"),
+    (re.compile(r"java\.io\.FileNotFoundException: (.+)"), "{0}"),
+    (re.compile(r"\[PATH_NOT_FOUND\] Path does not exist: (\S+?)\.?(?: SQLSTATE|$)", re.M), "{0}: not found"),
+    (re.compile(r"(?:Permission denied|EACCES)(.*)"), "permission denied{0}"),
+)
+
+
+def _error_class(module: str, name: str) -> type | None:
+    """The exception class a task's traceback names (``pkg.mod.Name`` or a builtin)."""
+    if not module:
+        return getattr(builtins, name, None)
+    try:
+        return getattr(importlib.import_module(module.rstrip(".")), name, None)
+    except ImportError:
+        return None
 
 
 def task_error_message(exc: BaseException) -> str | None:
-    """The last Python exception line inside a Spark task failure, if any."""
-    found = _TASK_ERROR.findall(str(exc))
-    named = [line for line in found if line.split(":", 1)[0] in {e.__name__ for e in USER_ERRORS} | {"DumpError"}]
-    return (named or found or [None])[-1]
+    """The last user-error line (``Name: message``) inside a Spark task failure, if any."""
+    found = []
+    for module, name, message in _TASK_ERROR.findall(str(exc)):
+        cls = _error_class(module, name)
+        if isinstance(cls, type) and issubclass(cls, USER_ERRORS):
+            found.append(f"{name}: {message}")
+    return found[-1] if found else None
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _external_fault(e: BaseException) -> str | None:
+    """A tracking store's refusal or a Java cause a user can fix (corrupt Parquet, missing or
+    unwritable paths), as one line; else None."""
+    names = {c.__name__ for c in type(e).__mro__}
+    if "MlflowException" in names or "OperationalError" in names:
+        from wikigame_spark.tracking import tracking_uri
+
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        return f"MLflow ({tracking_uri()}): {first}"
+    text = str(e)
+    if "Py4J" in type(e).__name__ or "java." in text:
+        for pattern, template in _JAVA_FAULTS:
+            m = pattern.search(text)
+            if m:
+                line = text[m.start() :].splitlines()[0][:300]
+                return template.format(*(g.strip() for g in m.groups()), line=line)
+    return None
+
+
+def user_fault(exc: BaseException) -> str | None:
+    """One line for a fault the user can cause or fix, found anywhere in ``exc``'s chain; else None."""
+    for e in _chain(exc):
+        if isinstance(e, USER_ERRORS):
+            return str(e)
+        message = task_error_message(e) or _external_fault(e)
+        if message:
+            return message
+    return None
+
+
+def verbose() -> bool:
+    return os.environ.get("WIKIGAME_VERBOSE", "") not in ("", "0")
+
+
+# Loggers that print a task's whole stack trace when it fails (local mode runs executors in the driver).
+_TASK_TRACE_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.scheduler.TaskSchedulerImpl",
+    "org.apache.spark.api.python.PythonRunner",
+    "org.apache.spark.sql.execution.datasources.FileFormatWriter",
+    "org.apache.spark.internal.io.SparkHadoopWriter",
+    "org.apache.spark.util.Utils",
+)
+
+
+def session(app_name: str):
+    """The job's SparkSession, with task failure traces kept off the console unless verbose: a
+    user's fault then ends in one ``error:`` line, not hundreds of lines of traces."""
+    from wikigame_spark.session import build_session
+
+    spark = build_session(app_name)
+    if not verbose():
+        jvm = spark.sparkContext._jvm
+        off = jvm.org.apache.logging.log4j.Level.OFF
+        for name in _TASK_TRACE_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+    return spark
+
+
+class StageError(RuntimeError):
+    """An unexpected failure inside a job's stage, named by job, stage and input (cause chained)."""
+
+
+# Reported bad input, by class name (so that errors raised inside Spark tasks match too).
+_BAD_INPUT = {"ConfigError", "DumpError", "SnapshotError", "EmptyGraphError", "OutputExistsError", "FileNotFoundError"}
+
+
+@contextlib.contextmanager
+def stage(job: str, name: str, inputs: str | list[str]) -> Iterator[None]:
+    """Name the job, the stage and the input in any failure inside the block that is not a
+    reported bad input (a bug, or a library's bare ``KeyError``/``ValueError``)."""
+    try:
+        yield
+    except Exception as e:
+        found = task_error_message(e)
+        bad_input = {c.__name__ for c in type(e).__mro__} & _BAD_INPUT or (
+            found and found.split(":", 1)[0] in _BAD_INPUT
+        )
+        if bad_input or any(_external_fault(c) for c in _chain(e)):
+            raise
+        where = inputs if isinstance(inputs, str) else ", ".join(inputs)
+        raise StageError(f"{job}: stage {name} failed on {where}: {found or f'{type(e).__name__}: {e}'}") from e
 
 
 def run(main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> None:
-    """Run a job's ``main`` and exit with its status; user errors exit 2 with one line."""
+    """Run a job's ``main`` and exit with its status: a user's fault exits 2 with one last line
+    ``error: …``; a bug shows its traceback (status 1). ``--verbose`` anywhere in the arguments
+    keeps Spark's task traces on the console and prints the fault's traceback too."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--verbose" in args:
+        args = [a for a in args if a != "--verbose"]
+        os.environ["WIKIGAME_VERBOSE"] = "1"
     try:
-        code = main(argv)
-    except USER_ERRORS as e:
+        code = main(args)
+    except StageError as e:
+        traceback.print_exception(e.__cause__, file=sys.stderr)
         print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(1)
     except Exception as e:  # errors raised on executors arrive wrapped by Spark/Py4J
-        message = task_error_message(e)
+        message = user_fault(e)
         if message is None:
             raise
-        log.debug("task failure", exc_info=True)
-        print(f"error: {message}", file=sys.stderr)
+        if verbose():
+            traceback.print_exception(e, file=sys.stderr)
+        sys.stderr.flush()
+        print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
         sys.exit(2)
     sys.exit(code or 0)

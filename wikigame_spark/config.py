@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -38,9 +40,9 @@ class WikipediaBuildConfig:
     multistream_task_bytes: int = 64 << 20
     max_redirect_hops: int = 32
     summary_chars: int = 1000
+    allow_empty: bool = False  # write a graph without articles instead of failing
 
     def validate(self) -> None:
-    allow_empty: bool = False  # write a graph without articles instead of failing
         if not self.inputs:
             raise ConfigError("inputs: give at least one dump file, directory or glob (--input)")
         if not self.output:
@@ -54,6 +56,11 @@ class WikipediaBuildConfig:
 
 def _coerce(name: str, value: Any, hint: Any, source: str) -> Any:
     origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint):
+        if value is None:
+            return None
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        origin = typing.get_origin(hint)
     if origin is tuple:
         if isinstance(value, str):
             value = [value]
@@ -126,7 +133,7 @@ def job_config(cls: type[T], job: str, args) -> T:
 
 
 __all__ = ["ConfigError", "WikipediaBuildConfig", "default_yaml", "flatten", "job_config", "load_config"]
-__all__ += ["PROTOCOLS", "check_protocol", "parse_bands", "protocol_preset"]
+__all__ += ["PROTOCOLS", "check_protocol", "check_run_name", "parse_bands", "protocol_preset"]
 
 
 # --- Protocols (--protocol): each study's defaults in one word; YAML and flags still override ----
@@ -153,6 +160,16 @@ def protocol_preset(cls: type, protocol: str | None) -> dict[str, Any]:
 def check_protocol(protocol: str) -> None:
     if protocol not in PROTOCOLS:
         raise ConfigError(f"protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+
+
+_PLAIN_NAME = re.compile(r"^[^/\\\x00-\x1f]+$")
+
+
+def check_run_name(name: str) -> None:
+    """Run names are used in paths: no ``/``, ``\\``, ``..``, control characters or edge spaces
+    (empty: the job chooses one)."""
+    if name and (not _PLAIN_NAME.match(name) or ".." in name or name.strip() != name):
+        raise ConfigError(f"run_name: {name!r} is used in paths; give a plain name (no '/', '..' or edge spaces)")
 
 
 # --- Graph statistics and game sampling (jobs/graph_stats.py, jobs/sample_games.py) ------------
@@ -264,7 +281,7 @@ class PlayConfig:
     agent: str = ""
     model: str = ""
     use_titles: bool = False
-    games: int = 0  # 0 = every game of the games table
+    games: int | None = None  # None = every game of the games table
     games_dir: str = ""  # default <graph>/games
     max_steps: int = 100
     seed: int = 0
@@ -313,9 +330,11 @@ class PlayConfig:
         for name in ("max_steps", "chunk_games", "tfidf_sample_size"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)}")
-        for name in ("games", "partitions"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name}: must be 0 or more, got {getattr(self, name)}")
+        if self.games is not None and self.games <= 0:
+            raise ConfigError(f"games: must be positive, got {self.games} (omit --games to play every game)")
+        if self.partitions < 0:
+            raise ConfigError(f"partitions: must be 0 or more, got {self.partitions}")
+        check_run_name(self.run_name)
         if self.agent != "tfidf" and self.corpus_graph:
             raise ConfigError("corpus_graph (--corpus-graph) only applies to --agent tfidf")
 
@@ -334,6 +353,7 @@ class OpenAlexBuildConfig:
     language: str = ""  # recorded for game sampling (targets in this language); nodes are not filtered
     endpoint_url: str = ""  # S3-compatible server other than AWS (path-style addressing)
     format: str = "auto"  # auto: Parquet when the snapshot has it, else JSON lines
+    allow_empty: bool = False  # write a field graph without nodes instead of failing
     overwrite: bool = False
     allow_partial: bool = False  # manifest entries missing or of another size/count: warn, not fail
     include_xpac: bool = False
@@ -353,7 +373,6 @@ class OpenAlexBuildConfig:
         if len(set(self.fields)) != len(self.fields):
             raise ConfigError(f"fields: {list(self.fields)} names a field twice")
         if len({field_slug(f) for f in self.fields}) != len(self.fields):
-    allow_empty: bool = False  # write a field graph without nodes instead of failing
             raise ConfigError(f"fields: {list(self.fields)} give the same directory name twice")
         if not self.output:
             raise ConfigError("output: give an output directory (--output)")
@@ -412,6 +431,7 @@ class HumanImportConfig:
             raise ConfigError("tsv: give the TSV of human games (--tsv)")
         if not self.run_name:
             raise ConfigError("run_name: give a run name (--run-name)")
+        check_run_name(self.run_name)
 
 
 __all__ += ["HumanImportConfig", "ReportConfig"]

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -81,6 +82,11 @@ def read_json(spark: SparkSession, path: str) -> dict:
     return json.loads(read_text(spark, path))
 
 
+def manifest_sha1(manifest: dict) -> str:
+    """The digest that names an output by its manifest (games and play runs record their graph's)."""
+    return hashlib.sha1(json.dumps(manifest, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 def read_manifest(spark: SparkSession, directory: str) -> dict:
     """The manifest of a finished output directory; its absence means the output is incomplete."""
     path = f"{directory.rstrip('/')}/{MANIFEST}"
@@ -89,13 +95,23 @@ def read_manifest(spark: SparkSession, directory: str) -> dict:
     return read_json(spark, path)
 
 
+def _staging_name(path: str) -> str:
+    """A hidden sibling of ``path`` (readers and ``part-*`` globs skip names starting with a dot)."""
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/.{name}._staging-{uuid.uuid4().hex[:8]}" if parent else f".{name}._staging-{uuid.uuid4().hex[:8]}"
+
+
 @contextlib.contextmanager
 def staged_output(spark: SparkSession, path: str, overwrite: bool) -> Iterator[str]:
-    """Yield a staging directory that replaces ``path`` only if the block completes."""
+    """Yield a staging directory that replaces ``path`` only if the block completes.
+
+    An older ``path`` is renamed aside, the new one renamed in, then the old one deleted: a reader
+    never sees a half-written output, and ``path`` is absent only between two renames.
+    """
     path = path.rstrip("/")
     if exists(spark, path) and not overwrite:
         raise OutputExistsError(f"{path} exists; pass --overwrite to replace it")
-    staging = f"{path}._staging-{uuid.uuid4().hex[:8]}"
+    staging = _staging_name(path)
     try:
         yield staging
     except BaseException:
@@ -103,13 +119,170 @@ def staged_output(spark: SparkSession, path: str, overwrite: bool) -> Iterator[s
         raise
     fs, jstaging = filesystem(spark, staging)
     _, jpath = filesystem(spark, path)
+    old = None
     if fs.exists(jpath):
-        fs.delete(jpath, True)
+        old = filesystem(spark, _staging_name(path).replace("._staging-", "._replaced-"))[1]
+        if not fs.rename(jpath, old):
+            raise OSError(f"could not move the older {path} aside")
     parent = jpath.getParent()
     if parent is not None and not fs.exists(parent):
         fs.mkdirs(parent)
     if not fs.rename(jstaging, jpath):
         raise OSError(f"could not move {staging} to {path}")
+    if old is not None:
+        fs.delete(old, True)
+
+
+class OutputBusyError(RuntimeError):
+    """Another live process is writing the same output."""
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (tells a live owner from a later process given its id)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(owner: dict) -> bool:
+    """Whether the lock's owner still runs; an owner on another host is assumed alive."""
+    if owner.get("host") != socket.gethostname():
+        return True
+    pid = int(owner.get("pid") or 0)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    started = owner.get("pid_started")
+    return started is None or _process_start(pid) in (None, started)
+
+
+class _LocalLockFile:
+    def __init__(self, path: str) -> None:
+        self.path = path[len("file:") :] if path.startswith("file:") else path
+
+    def create(self, text: str) -> bool:
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        tmp = f"{self.path}.{uuid.uuid4().hex[:8]}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            os.link(tmp, self.path)  # atomic, and fails if the lock exists: the content is complete
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+
+    def read(self) -> str | None:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def take_stale(self, seen: str) -> bool:
+        """Remove a dead owner's lock; False if it changed meanwhile (another process took it)."""
+        aside = f"{self.path}.stale-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return True
+        with open(aside, encoding="utf-8") as f:
+            moved = f.read()
+        if moved != seen:  # a live owner's lock was taken in between: give it back
+            with contextlib.suppress(FileExistsError):
+                os.link(aside, self.path)
+            os.unlink(aside)
+            return False
+        os.unlink(aside)
+        return True
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+class _HadoopLockFile:
+    """Hadoop's create without overwrite: atomic on HDFS; on object stores only as atomic as the store."""
+
+    def __init__(self, spark: SparkSession, path: str) -> None:
+        self.spark, self.path = spark, path
+
+    def create(self, text: str) -> bool:
+        fs, jpath = filesystem(self.spark, self.path)
+        try:
+            out = fs.create(jpath, False)
+        except Exception as e:  # FileAlreadyExistsException arrives as a Py4J error
+            if "AlreadyExists" in str(e) or fs.exists(jpath):
+                return False
+            raise
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+        return True
+
+    def read(self) -> str | None:
+        try:
+            return read_text(self.spark, self.path)
+        except FileNotFoundError:
+            return None
+
+    def take_stale(self, seen: str) -> bool:
+        if self.read() == seen:
+            delete(self.spark, self.path)
+        return True
+
+    def remove(self) -> None:
+        delete(self.spark, self.path)
+
+
+@contextlib.contextmanager
+def output_lock(path: str, spark: SparkSession | None = None, what: str = "output") -> Iterator[dict]:
+    """One writer per output: ``<path>.lock`` names the owner (host, pid, its start time) and is
+    created atomically. A live owner's lock refuses (:class:`OutputBusyError`); a dead owner's
+    (a killed process on this host) is taken over. Local paths need no session."""
+    lock_path = f"{path.rstrip('/')}.lock"
+    is_local = "://" not in lock_path and not lock_path.startswith(("dbfs:", "s3", "hdfs:", "gs:", "abfs"))
+    lock = _LocalLockFile(lock_path) if is_local or spark is None else _HadoopLockFile(spark, lock_path)
+    pid = os.getpid()
+    owner = {"host": socket.gethostname(), "pid": pid, "pid_started": _process_start(pid), "since": _now()}
+    text = json.dumps(owner, sort_keys=True)
+    for _ in range(5):
+        if lock.create(text):
+            break
+        seen = lock.read()
+        if seen is None:
+            continue
+        try:
+            held = json.loads(seen)
+        except ValueError:
+            held = {}
+        if held and _alive(held):
+            raise OutputBusyError(
+                f"{path}: {what} is being written by pid {held.get('pid')} on {held.get('host')} "
+                f"since {held.get('since')}; wait for it, or delete {lock_path} if that process is gone"
+            )
+        log.warning("%s: taking over the lock of pid %s, which is no longer running", path, held.get("pid"))
+        lock.take_stale(seen)
+    else:
+        raise OutputBusyError(f"{path}: could not take {lock_path}; another process keeps taking it")
+    try:
+        yield owner
+    finally:
+        if lock.read() == text:
+            lock.remove()
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def write_table(df: DataFrame, path: str, schema: StructType) -> None:

@@ -72,6 +72,22 @@ def clean_params(params: dict) -> dict[str, str]:
     return {k: ("" if v is None else str(v))[:MAX_PARAM_CHARS] for k, v in params.items()}
 
 
+def log_params_resumable(run, params: dict) -> None:
+    """Log ``params`` on a new or resumed run. MLflow refuses to change a logged param: a resumed
+    run keeps its values, and any that differ now (settings that only change speed, since a
+    resume is refused when anything that changes the plays differs) go to the tag ``resumed_with``."""
+    import mlflow
+
+    had = run.data.params
+    clean = clean_params(params)
+    new = {k: v for k, v in clean.items() if k not in had}
+    changed = {k: v for k, v in clean.items() if k in had and had[k] != v}
+    if new:
+        mlflow.log_params(new)
+    if changed:
+        mlflow.set_tag("resumed_with", json.dumps(changed, sort_keys=True)[:MAX_PARAM_CHARS])
+
+
 @contextlib.contextmanager
 def start_run(
     experiment: str, run_name: str | None = None, params: dict | None = None, tags: dict | None = None

@@ -10,6 +10,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from wikigame_spark.io import manifest_sha1
 from wikigame_spark.play.worker_graph import read_columns
 
 GAMES_ARROW = pa.schema(
@@ -52,8 +53,10 @@ def write_games(graph_dir: str, n: int, seed: int = 7, path: str | None = None) 
     table = pa.Table.from_arrays([pa.array(c) for c in zip(*rows)], schema=GAMES_ARROW)
     os.makedirs(f"{path}/games", exist_ok=True)
     pq.write_table(table, f"{path}/games/part-00000.parquet")
+    with open(f"{graph_dir}/manifest.json", encoding="utf-8") as f:
+        graph = {"path": graph_dir, "manifest_sha1": manifest_sha1(json.load(f))}
     with open(f"{path}/manifest.json", "w") as f:
-        json.dump({"kind": "games", "games": n, "seed": seed, "made_by": "tests/play/games.py"}, f)
+        json.dump({"kind": "games", "games": n, "seed": seed, "graph": graph, "made_by": "tests/play/games.py"}, f)
     return path
 
 

@@ -76,6 +76,12 @@ class Agent(abc.ABC):
         """Driver-side preparation (e.g. an embedding cache); returns resources for the workers."""
         return {}
 
+    @classmethod
+    def identity(cls, settings: dict) -> dict:
+        """What names the model behind this agent (a play run records it): name, files' digest,
+        engine, chat format. Agents without a model have none."""
+        return {}
+
     @abc.abstractmethod
     def choose(self, requests: list[StepRequest]) -> list[Choice]: ...
 

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
-from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, prompt_names
+from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, model_digest, prompt_names
 from wikigame_spark.schemas import SUMMARY, TITLE
 
 
@@ -37,6 +37,11 @@ class EmbeddingAgent(Agent):
         resources["targets"] = ensure_embeddings(spark, graph_dir, cache_dir, model, SUMMARY, query)
         resources["links"] = ensure_embeddings(spark, graph_dir, cache_dir, model, _text_col(settings), document)
         return resources
+
+    @classmethod
+    def identity(cls, settings: dict) -> dict:
+        model = settings.get("model") or DEFAULT_MODEL
+        return {"model": model, "model_digest": model_digest(model)}
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)

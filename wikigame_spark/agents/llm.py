@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from wikigame_spark.agents import prompts
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.embedding import EmbeddingAgent
-from wikigame_spark.agents.llm_client import BadRequest, ChatClient, NoResponse
+from wikigame_spark.agents.llm_client import BadRequest, ChatClient, NoResponse, server_identity
 
 HALLUCINATION = "hallucination"
 BAD_REQUEST = "bad_request"
@@ -46,6 +46,10 @@ class LlmAgent(Agent):
             embedding = {**settings, "model": settings.get("embedding_model"), "use_titles": False, "reencode": False}
             return {"embedding": EmbeddingAgent.prepare(spark, graph_dir, embedding)}
         return {}
+
+    @classmethod
+    def identity(cls, settings: dict) -> dict:
+        return server_identity(settings.get("base_url") or None, settings["model"], settings.get("api_key") or None)
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)

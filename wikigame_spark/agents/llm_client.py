@@ -14,6 +14,7 @@ import logging
 import os
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 
 import openai
@@ -128,3 +129,45 @@ class ChatClient:
                 getattr(usage, "completion_tokens", 0) or 0,
             )
         raise NoResponse("no attempt made")  # retries < 0
+
+
+# Chat formats recognised by their turn markers in a server's reported template.
+_TEMPLATE_MARKERS = (
+    ("<start_of_turn>", "gemma"),
+    ("<|start_header_id|>", "llama-3"),
+    ("<|im_start|>", "chatml"),
+    ("[INST]", "llama-2"),
+)
+
+
+def _get_json(url: str, api_key: str | None, timeout: float) -> dict | None:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return json.load(r)
+    except (OSError, ValueError):
+        return None
+
+
+def server_identity(base_url: str | None, model: str, api_key: str | None = None, timeout: float = 5.0) -> dict:
+    """What the server says it serves, for a play run's record: the model's name as the server
+    reports it, the engine, the chat format (from llama.cpp's ``/props`` template when offered;
+    ``unreported`` otherwise)."""
+    base = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
+    key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    listed = (_get_json(f"{base}/models", key, timeout) or {}).get("data") or []
+    entry = next((m for m in listed if m.get("id") == model), listed[0] if len(listed) == 1 else {})
+    root = base[: -len("/v1")] if base.endswith("/v1") else base
+    props = _get_json(f"{root}/props", key, timeout) or {}
+    identity = {"model": entry.get("id") or model, "llm_engine": "", "chat_format": "unreported", "model_digest": ""}
+    if "chat_template" in props or "build_info" in props:
+        template = props.get("chat_template") or ""
+        identity["llm_engine"] = f"llama.cpp server {props.get('build_info') or ''}".strip()
+        named = next((name for marker, name in _TEMPLATE_MARKERS if marker in template), None)
+        digest = hashlib.sha1(template.encode("utf-8")).hexdigest()[:12]
+        identity["chat_format"] = f"{named or 'template'} (template sha1 {digest})" if template else "unreported"
+    elif "llama.cpp" in str((_get_json(f"{root}/openapi.json", key, timeout) or {}).get("info", {}).get("title")):
+        identity["llm_engine"] = "llama-cpp-python server"
+    else:
+        identity["llm_engine"] = entry.get("owned_by") or ("unreachable" if not listed else "")
+    return identity

@@ -8,6 +8,7 @@ Prompts (e.g. E5's ``query: `` / ``passage: ``) come from the model's own config
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -35,6 +36,24 @@ def resolve_model(name: str) -> str:
 def model_slug(name: str) -> str:
     """A folder name for a model: ``sentence-transformers/all-MiniLM-L6-v2`` → ``all-MiniLM-L6-v2``."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name.rstrip("/").rsplit("/", 1)[-1])
+
+
+def model_digest(name: str) -> str:
+    """SHA-1 over the model folder's files (relative names and bytes); empty when the model is
+    not a local folder (a hub name resolved elsewhere)."""
+    path = resolve_model(name)
+    if not os.path.isdir(path):
+        return ""
+    digest = hashlib.sha1()
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for f in sorted(files):
+            full = os.path.join(root, f)
+            digest.update(os.path.relpath(full, path).encode("utf-8") + b"\0")
+            with open(full, "rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 22), b""):
+                    digest.update(block)
+    return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=2)

@@ -1,0 +1,100 @@
+"""Faults recognised from the exception chain as Spark and MLflow raise them, and the one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from pyspark.sql import functions as F
+
+from tests.jobs.jobrun import job_env, run_job
+from wikigame_spark import cli, io
+
+
+@pytest.mark.parametrize("checksum", [False, True])
+def test_a_corrupt_parquet_file_inside_spark_is_named(spark, tmp_path, checksum):
+    """Cut short after it was written: Hadoop's checksum file finds it first when it is there."""
+    path = str(tmp_path / "t")
+    spark.range(100).coalesce(1).write.parquet(path)
+    (part,) = [f for f in os.listdir(path) if f.endswith(".parquet")]
+    with open(os.path.join(path, part), "r+b") as f:
+        f.truncate(40)
+    if not checksum:
+        os.remove(os.path.join(path, f".{part}.crc"))
+    with pytest.raises(Exception) as raised:
+        spark.read.schema("id long").parquet(path).agg(F.sum("id")).collect()
+    line = cli.user_fault(raised.value)
+    assert line is not None and os.path.join(path, part) in line
+    assert ("checksum error" if checksum else "is not a Parquet file") in line
+
+
+def test_an_unwritable_hadoop_path_is_a_users_fault(spark):
+    with pytest.raises(Exception) as raised:
+        spark.range(3).write.parquet("file:///proc/wikigame-test/out")
+    line = cli.user_fault(raised.value)
+    assert line is not None and "/proc/wikigame-test" in line
+
+
+def test_task_errors_user_or_internal(spark):
+    def bad_value(rows):
+        raise ValueError("row 3: no title")
+        yield  # pragma: no cover
+
+    def bug(rows):
+        return [][1]
+        yield  # pragma: no cover
+
+    with pytest.raises(Exception) as user:
+        spark.range(4).rdd.mapPartitions(bad_value).collect()
+    assert cli.user_fault(user.value) == "ValueError: row 3: no title"
+    with pytest.raises(Exception) as internal:
+        spark.range(4).rdd.mapPartitions(bug).collect()
+    assert cli.user_fault(internal.value) is None  # a bug: its traceback is shown, status 1
+
+
+def test_mlflow_refusal_is_one_line(tmp_path, monkeypatch):
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path}/m.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    mlflow.set_tracking_uri(uri)
+    with mlflow.start_run() as run:
+        mlflow.log_param("max_steps", "100")
+    with pytest.raises(Exception) as raised, mlflow.start_run(run_id=run.info.run_id):
+        mlflow.log_param("max_steps", "50")
+    line = cli.user_fault(raised.value)
+    assert line.startswith(f"MLflow ({uri}): ") and "max_steps" in line
+
+
+def test_internal_errors_keep_their_traceback(tmp_path):
+    def main(argv):
+        return {}["n"]
+
+    with pytest.raises(KeyError):
+        cli.run(main, [])
+
+
+def test_verbose_shows_the_trace_and_still_ends_with_the_line(tmp_path):
+    """``--verbose`` is the runner's (the job's parser never sees it): the fault's traceback, then the line."""
+    env = job_env(f"sqlite:///{tmp_path}/m.db")
+    done = run_job("graph_stats", "--graph", str(tmp_path / "none"), "--verbose", env=env)
+    assert done.rc == 2 and "Traceback" in done.err and "PreflightError" in done.err
+    assert done.err.rstrip().splitlines()[-1] == f"error: --graph {tmp_path / 'none'}: not found"
+
+
+def test_output_lock_refuses_a_live_owner_and_takes_a_dead_ones(tmp_path):
+    out = str(tmp_path / "plays")
+    with io.output_lock(out, what="run") as owner:
+        assert owner["pid"] == os.getpid()
+        with pytest.raises(io.OutputBusyError, match=f"being written by pid {os.getpid()}"), io.output_lock(out):
+            pass
+    assert not os.path.exists(f"{out}.lock")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = gone.pid
+    with open(f"{out}.lock", "w") as f:
+        f.write(f'{{"host": "{os.uname().nodename}", "pid": {dead}, "since": "then"}}')
+    with io.output_lock(out) as owner:
+        assert owner["pid"] == os.getpid()
+    assert not os.path.exists(f"{out}.lock")

@@ -1,0 +1,317 @@
+"""Checks every job makes before any Spark work, so a fault a user can fix ends in seconds.
+
+Flags are checked by the job's config; here: each input is of the kind the flag wants (a graph, a
+games table, a dump) and readable, the output is absent (or ``--overwrite``) and writable (a probe
+is created and removed under it), and the MLflow tracking store answers within a few seconds.
+
+Local paths are checked before the SparkSession exists. Other URIs (``s3a://``, ``hdfs://``,
+``dbfs:/``) need Hadoop's file systems: a job calls the same checks again with its session, before
+any work; without a session such a URI is not checked yet (``None``), and with one an output's
+local path is not probed twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sqlite3
+import uuid
+from collections.abc import Iterator
+
+from wikigame_spark import io, tracking
+
+GRAPH, GAMES, PLAYS, DUMP = "graph", "games table", "plays folder", "dump"
+TRACKING_TIMEOUT_S = 5
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_PARQUET_MAGIC = b"PAR1"
+
+
+class PreflightError(ValueError):
+    """An input, output or setting a job cannot use; the message names it and what to do."""
+
+
+def is_local(path: str) -> bool:
+    return not _URI.match(path) or path.startswith("file:")
+
+
+def local_path(path: str) -> str:
+    return path[len("file:") :].replace("//", "/", 1) if path.startswith("file:") else path
+
+
+def absolute(path: str) -> str:
+    """A local path made absolute (outputs and MLflow params must not depend on the cwd); URIs as given."""
+    return os.path.abspath(local_path(path)) if path and is_local(path) else path.rstrip("/")
+
+
+class _Local:
+    def exists(self, p: str) -> bool:
+        return os.path.exists(p)
+
+    def isdir(self, p: str) -> bool:
+        return os.path.isdir(p)
+
+    def listdir(self, p: str) -> list[str]:
+        return sorted(os.listdir(p))
+
+    def read_text(self, p: str) -> str:
+        with open(p, encoding="utf-8") as f:
+            return f.read()
+
+    def probe(self, directory: str) -> None:
+        probe = os.path.join(directory, f".wikigame-probe-{uuid.uuid4().hex[:8]}")
+        os.mkdir(probe)
+        os.rmdir(probe)
+
+
+class _Hadoop:
+    def __init__(self, spark) -> None:
+        self.spark = spark
+
+    def exists(self, p: str) -> bool:
+        return io.exists(self.spark, p)
+
+    def isdir(self, p: str) -> bool:
+        fs, jpath = io.filesystem(self.spark, p)
+        return fs.exists(jpath) and fs.getFileStatus(jpath).isDirectory()
+
+    def listdir(self, p: str) -> list[str]:
+        fs, jpath = io.filesystem(self.spark, p)
+        return sorted(s.getPath().getName() for s in fs.listStatus(jpath))
+
+    def read_text(self, p: str) -> str:
+        return io.read_text(self.spark, p)
+
+    def probe(self, directory: str) -> None:
+        fs, jpath = io.filesystem(self.spark, f"{directory.rstrip('/')}/.wikigame-probe-{uuid.uuid4().hex[:8]}")
+        io.write_bytes(self.spark, jpath.toString(), b"")
+        fs.delete(jpath, False)
+
+
+def _fs(path: str, spark):
+    if is_local(path):
+        return _Local(), local_path(path)
+    return (_Hadoop(spark), path.rstrip("/")) if spark is not None else (None, path)
+
+
+def kind(path: str, spark=None) -> str | None:
+    """What ``path`` holds: ``graph``, ``games table``, ``plays folder``, ``dump`` (a file), or None."""
+    fs, p = _fs(path, spark)
+    if fs is None or not fs.exists(p):
+        return None
+    if not fs.isdir(p):
+        return DUMP
+    names = set(fs.listdir(p))
+    if io.MANIFEST not in names:
+        return None
+    if {"nodes", "edges"} <= names:
+        return GRAPH
+    if "games" in names:
+        return GAMES
+    if any(n.startswith("part-") for n in names):
+        return PLAYS
+    return None
+
+
+def _describe(found: str | None) -> str:
+    return f"is a {found}" if found else "has no manifest.json (not a finished wikigame-spark output)"
+
+
+def _manifest(fs, p: str, flag: str, path: str) -> dict:
+    try:
+        return json.loads(fs.read_text(f"{p.rstrip('/')}/{io.MANIFEST}"))
+    except (OSError, ValueError) as e:
+        raise PreflightError(f"{flag} {path}: cannot read {io.MANIFEST}: {e}") from e
+
+
+def _check_parquet(directory: str, flag: str) -> None:
+    """Every part file of a local Parquet table ends with Parquet's magic bytes (a cut or corrupt
+    file is named here rather than as a Java trace from inside a task)."""
+    if not os.path.isdir(directory):
+        raise PreflightError(f"{flag}: {directory} is missing")
+    for name in sorted(os.listdir(directory)):
+        if name.startswith((".", "_")):
+            continue
+        path = os.path.join(directory, name)
+        if os.path.isdir(path):
+            continue
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(size - 4, 0))
+                tail = f.read(4)
+                f.seek(0)
+                head = f.read(4)
+        except OSError as e:
+            raise PreflightError(f"{flag}: {path}: cannot read: {e.strerror or e}") from e
+        if size < 12 or head != _PARQUET_MAGIC or tail != _PARQUET_MAGIC:
+            raise PreflightError(f"{flag}: {path} is not a Parquet file ({size} bytes; corrupt or cut short)")
+
+
+def require(path: str, want: str, flag: str, spark=None, tables: tuple[str, ...] = ()) -> dict | None:
+    """The manifest of ``path`` when it is a finished ``want`` (GRAPH, GAMES) with readable
+    ``tables``; a wrong kind, a missing path or a corrupt table raises :class:`PreflightError`."""
+    fs, p = _fs(path, spark)
+    if fs is None:
+        return None
+    if not fs.exists(p):
+        raise PreflightError(f"{flag} {path}: not found")
+    found = kind(path, spark)
+    if found != want:
+        raise PreflightError(f"{flag} {path}: {_describe(found)}, not a {want}")
+    manifest = _manifest(fs, p, flag, path)
+    if isinstance(fs, _Local):
+        for table in tables:
+            _check_parquet(os.path.join(p, table), flag)
+    return manifest
+
+
+def require_graph(path: str, flag: str = "--graph", spark=None) -> dict | None:
+    return require(path, GRAPH, flag, spark, ("nodes", "edges"))
+
+
+def require_games(path: str, flag: str = "--games-dir", spark=None) -> dict | None:
+    return require(path, GAMES, flag, spark, ("games",))
+
+
+def require_source(paths: list[str], flag: str = "--input", want: str = "a dump file or a folder of dumps") -> None:
+    """Source inputs (dumps, snapshots) are never a wikigame-spark output (a graph, games, plays)."""
+    for path in paths:
+        found = kind(path) if is_local(path) else None
+        if found not in (None, DUMP):
+            raise PreflightError(f"{flag} {path}: is a {found}, not {want}")
+
+
+def require_file(path: str, flag: str, spark=None) -> None:
+    fs, p = _fs(path, spark)
+    if fs is None:
+        return
+    if not fs.exists(p):
+        raise PreflightError(f"{flag} {path}: not found")
+    if fs.isdir(p):
+        raise PreflightError(f"{flag} {path}: is a folder, not a file")
+    if isinstance(fs, _Local) and not os.access(p, os.R_OK):
+        raise PreflightError(f"{flag} {path}: not readable")
+
+
+def games_bound_to(games_manifest: dict, graph_manifest: dict, games_dir: str, graph: str) -> None:
+    """A games table is played only on the graph it was sampled on (its manifest records that
+    graph's manifest digest)."""
+    recorded = (games_manifest.get("graph") or {}).get("manifest_sha1")
+    actual = io.manifest_sha1(graph_manifest)
+    if not recorded:
+        raise PreflightError(
+            f"--games-dir {games_dir}: its manifest names no graph; sample games on {graph} with jobs/sample_games.py"
+        )
+    if recorded != actual:
+        sampled_on = (games_manifest.get("graph") or {}).get("path") or "another graph"
+        raise PreflightError(
+            f"--games-dir {games_dir} was sampled on {sampled_on} (manifest {recorded[:12]}), "
+            f"not on --graph {graph} (manifest {actual[:12]}); sample games on this graph or pass its own graph"
+        )
+
+
+def _nearest_existing(fs, p: str) -> str:
+    while not fs.exists(p):
+        parent = os.path.dirname(p.rstrip("/"))
+        if not parent or parent == p or parent.endswith(":/") or parent.endswith(":"):
+            return p
+        p = parent
+    return p
+
+
+def check_output(path: str, overwrite: bool, flag: str = "--output", spark=None, finished: bool = False) -> None:
+    """``path`` is absent (or ``overwrite``) and a probe can be created and removed where it goes.
+
+    ``finished``: only a finished output (one with a manifest) needs ``overwrite`` — a play run's
+    unfinished plays are resumed.
+    """
+    if spark is not None and is_local(path):
+        return  # checked before the session
+    fs, p = _fs(path, spark)
+    if fs is None:
+        return
+    marker = f"{p.rstrip('/')}/{io.MANIFEST}" if finished else p
+    if fs.exists(marker) and not overwrite:
+        raise io.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
+    if fs.exists(p) and not fs.isdir(p):
+        raise PreflightError(f"{flag} {path}: is a file, not a folder")
+    where = _nearest_existing(fs, p)
+    if not fs.isdir(where):
+        raise PreflightError(f"{flag} {path}: {where} is a file, not a folder")
+    try:
+        fs.probe(where)
+    except OSError as e:
+        raise PreflightError(f"{flag} {path}: cannot write under {where}: {e.strerror or e}") from e
+    except Exception as e:  # Hadoop's refusals arrive as Py4J errors
+        raise PreflightError(f"{flag} {path}: cannot write under {where}: {str(e).splitlines()[0]}") from e
+
+
+@contextlib.contextmanager
+def _env(**values: str) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _check_sqlite(uri: str) -> None:
+    path = uri[len("sqlite:///") :] if uri.startswith("sqlite:///") else ""
+    if not path or path == ":memory:":
+        return
+    path = os.path.abspath(path)
+    where = f"MLFLOW_TRACKING_URI={uri}"
+    if os.path.exists(path):
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=TRACKING_TIMEOUT_S)) as c:
+                c.execute("select count(*) from sqlite_master").fetchone()
+        except sqlite3.Error as e:
+            raise PreflightError(f"{where}: {path} is not a usable SQLite database: {e}") from e
+        return
+    fs = _Local()
+    parent = _nearest_existing(fs, os.path.dirname(path))
+    try:
+        if not os.path.isdir(parent):
+            raise NotADirectoryError(20, "not a folder")
+        fs.probe(parent)
+    except OSError as e:
+        raise PreflightError(f"{where}: cannot create {path} (under {parent}: {e.strerror or e})") from e
+
+
+def _check_server(uri: str) -> None:
+    from mlflow.tracking import MlflowClient
+
+    # MLflow's own client, told not to retry and to give up within seconds for this one check.
+    with _env(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT=str(TRACKING_TIMEOUT_S)):
+        try:
+            MlflowClient(uri).search_experiments(max_results=1)
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            raise PreflightError(
+                f"MLFLOW_TRACKING_URI={uri}: tracking server did not answer within {TRACKING_TIMEOUT_S}s ({first})"
+            ) from e
+
+
+def check_tracking(uri: str | None = None) -> None:
+    """The tracking store can be written: a SQLite file's folder or database, or a server that
+    answers within :data:`TRACKING_TIMEOUT_S` seconds (no retries)."""
+    uri = uri or tracking.tracking_uri()
+    if uri.startswith("sqlite:"):
+        _check_sqlite(uri)
+    elif uri.startswith(("http://", "https://")):
+        _check_server(uri)
+    elif is_local(uri):
+        directory = local_path(uri)
+        parent = _nearest_existing(_Local(), directory)
+        try:
+            _Local().probe(parent)
+        except OSError as e:
+            raise PreflightError(f"MLFLOW_TRACKING_URI={uri}: cannot write under {parent}: {e.strerror or e}") from e
