@@ -185,6 +185,7 @@ def run(main: Callable[[list[str] | None], int], argv: list[str] | None = None) 
             raise
         if verbose():
             traceback.print_exception(e, file=sys.stderr)
+        logging.disable(logging.INFO)  # py4j's "closing down" at exit would follow the line
         sys.stderr.flush()
         print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
         sys.exit(2)

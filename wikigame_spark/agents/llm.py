@@ -27,12 +27,6 @@ from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agen
 from wikigame_spark.agents.embedding import EmbeddingAgent
 from wikigame_spark.agents.llm_client import BadRequest, ChatClient, NoResponse, server_identity
 
-# Completion caps when --max-tokens is not given. The paper's answer, {"title": …, "reason": …},
-# takes well under 200 tokens; a reasoning reply thinks before its <answer>. Without a cap a model
-# that never ends its turn (a base model) generates to the context limit for every query.
-MAX_TOKENS = 200
-REASONING_MAX_TOKENS = 1024
-
 HALLUCINATION = "hallucination"
 BAD_REQUEST = "bad_request"
 NO_RESPONSE = "no_response"
@@ -43,7 +37,6 @@ NO_ANSWER = "no_answer"
 class LlmAgent(Agent):
     reasoning = False
     outcomes = (HALLUCINATION, BAD_REQUEST, NO_RESPONSE)
-    default_max_tokens = MAX_TOKENS
 
     @classmethod
     def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
@@ -70,7 +63,7 @@ class LlmAgent(Agent):
             timeout=float(s.get("timeout", 60.0)),
             retries=int(s.get("http_retries", 5)),
             backoff=float(s.get("backoff", 1.0)),
-            max_tokens=int(s.get("max_tokens") or 0) or self.default_max_tokens,
+            max_tokens=s.get("max_tokens") or None,
             cache_dir=s.get("response_cache") or "",
         )
         self.max_titles = int(s.get("max_titles", 200))
@@ -145,4 +138,3 @@ class ReasoningAgent(LlmAgent):
 
     reasoning = True
     outcomes = (*LlmAgent.outcomes, NO_ANSWER)
-    default_max_tokens = REASONING_MAX_TOKENS
