@@ -120,6 +120,6 @@ def chromium():
         raise RuntimeError("chromium and chromium-driver are not installed: run `make browser`")
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,820"):
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,960"):
         opts.add_argument(arg)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)

@@ -14,6 +14,9 @@ import concurrent.futures
 import json
 import os
 import signal
+import socket
+import subprocess
+import sys
 import urllib.parse
 
 import pyarrow as pa
@@ -132,7 +135,7 @@ def test_shortest_path_by_clicking_succeeds_with_the_engines_links(ltg, server, 
         assert {n for n, _ in shown} == ltg["adj"][here] - set(path[: i + 1])
         assert [t for _, t in shown] == [title[n] for n, _ in shown]
         assert [t for _, t in shown] == sorted((t for _, t in shown), key=lambda t: (t.casefold(), t))
-        if i == 0:  # the game page with a link's summary showing, as a person sees it
+        if i == 1:  # the game page with a link's summary showing, as a person sees it
             ActionChains(driver).move_to_element(
                 driver.find_element(By.CSS_SELECTOR, f'button[data-node-id="{node}"]')
             ).perform()
@@ -285,6 +288,26 @@ def _csv(path: str) -> list[dict]:
 
     with open(path, encoding="utf-8") as f:
         return list(csv.DictReader(f))
+
+
+def test_bad_input_is_one_error_line(ltg, tmp_path):
+    """A missing graph, a run name that is not a folder name, a resumed run with other settings, a
+    port in use: each ends the job with one ``error:`` line and exit 2."""
+    base = [sys.executable, os.path.join(ROOT, "jobs", "human_play.py")]
+    games = ["--graph", ltg["graph"], "--games", ltg["games_dir"]]
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        cases = {
+            "no manifest.json": ["--graph", str(tmp_path / "nothing")],
+            "names a folder": [*games, "--run-name", "../up"],
+            "other settings (time_limit": [*games, "--run-name", RUN, "--time-limit", "5"],
+            "cannot listen": [*games, "--run-name", "busy", "--port", str(busy.getsockname()[1])],
+        }
+        for message, argv in cases.items():
+            done = subprocess.run(base + argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+            lines = done.stderr.strip().splitlines()
+            assert done.returncode == 2 and lines[-1].startswith("error: ") and message in lines[-1], done.stderr
 
 
 def test_time_limit_is_enforced_by_the_server(ltg, driver, tmp_path, env, spark):
