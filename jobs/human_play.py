@@ -36,6 +36,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     cfg = human_run.HumanPlayConfig(**vars(parse_args(argv)))
+    human_run.check(cfg)
     arena = human_run.open_arena(cfg)
     title = f"Wikipedia Game — {cfg.graph_dir.rsplit('/', 1)[-1]}"
     print(

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import urllib.parse
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from selenium.common.exceptions import NoAlertPresentException
@@ -32,7 +31,7 @@ from jobs import play_games, sample_games
 from jobs import report as report_job
 from tests.conftest import ROOT
 from tests.human.server import HumanPlayServer, chromium, get, post, shortest_path
-from tests.play.games import GAMES_ARROW, small_graph
+from tests.play.games import small_graph
 from wikigame_spark.schemas import PLAYS
 
 EXPERIMENT = "humans"
@@ -295,13 +294,16 @@ def test_bad_input_is_one_error_line(ltg, tmp_path):
     port in use: each ends the job with one ``error:`` line and exit 2."""
     base = [sys.executable, os.path.join(ROOT, "jobs", "human_play.py")]
     games = ["--graph", ltg["graph"], "--games", ltg["games_dir"]]
+    started = HumanPlayServer([*games, "--run-name", "settings"], {}, str(tmp_path / "log")).start()
+    assert started.stop() == 0 and "no finished games; nothing recorded" in started.log()
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         cases = {
-            "no manifest.json": ["--graph", str(tmp_path / "nothing")],
+            "not found": ["--graph", str(tmp_path / "nothing")],
+            "not a games table": ["--graph", ltg["graph"], "--games", ltg["graph"]],
             "names a folder": [*games, "--run-name", "../up"],
-            "other settings (time_limit": [*games, "--run-name", RUN, "--time-limit", "5"],
+            "other settings (time_limit": [*games, "--run-name", "settings", "--time-limit", "5"],
             "cannot listen": [*games, "--run-name", "busy", "--port", str(busy.getsockname()[1])],
         }
         for message, argv in cases.items():
@@ -329,31 +331,37 @@ def test_time_limit_is_enforced_by_the_server(ltg, driver, tmp_path, env, spark)
 
 
 def test_markup_titles_and_names_are_text(tmp_path, driver, env, spark):
-    titles = ["<script>alert(1)</script>", "B & <b>bold</b>", 'Target "quoted"']
-    graph = small_graph(tmp_path, titles, [(0, 1), (0, 2), (1, 2)], ["<i>not italic</i>", "x", "<script>y</script>"])
-    games = f"{graph}/games"
-    os.makedirs(f"{games}/games")
-    pq.write_table(
-        pa.Table.from_pylist([{"game_id": 0, "source": 0, "target": 2, "optimal_steps": 1}], GAMES_ARROW),
-        f"{games}/games/part-0.parquet",
-    )
-    with open(f"{games}/manifest.json", "w") as f:
-        json.dump({"kind": "games"}, f)
+    """A graph whose every title and summary is markup, games from jobs/sample_games.py, a player
+    whose name needs quoting in a URL: all of it shows as text."""
+    titles = ["<script>alert(1)</script>", "<b>bold</b> & co", "<img src=x onerror=alert(2)>"]
+    edges = [(0, 1), (0, 2), (1, 2), (2, 0)]
+    graph = small_graph(tmp_path, titles, edges, ["<i>not italic</i>", "<script>alert(3)</script>", "x"])
+    argv = ["--graph", graph, "--games", "1", "--seed", "0", "--experiment", "sampling"]
+    assert sample_games.main(argv) == 0
+    game = pq.read_table(f"{graph}/games/games").to_pylist()[0]
+    adj = collections.defaultdict(set)
+    for s, d in edges:
+        adj[s].add(d)
+    path = shortest_path(adj, game["source"], game["target"])
     srv = HumanPlayServer(["--graph", graph, "--experiment", "markup"], {}, str(tmp_path / "log")).start()
     name = "Zoë O'Neil-2"
     try:
         start_playing(driver, srv, name)
-        assert text(driver, "current-title") == titles[0]
         assert text(driver, "player") == name
-        assert [t for _, t in offered_on_page(driver)] == [titles[1], titles[2]]
-        with pytest.raises(NoAlertPresentException):
-            driver.switch_to.alert.accept()
-        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in driver.page_source
-        assert driver.find_elements(By.TAG_NAME, "b") == [] and driver.find_elements(By.TAG_NAME, "i") == []
         assert urllib.parse.quote(name, safe="") in driver.current_url
-        click(driver, 2)
+        for i, node in enumerate(path[1:]):
+            assert text(driver, "current-title") == titles[path[i]]
+            assert text(driver, "target-title") == titles[game["target"]]
+            offered = sorted(adj[path[i]] - set(path[: i + 1]), key=lambda n: titles[n].casefold())
+            assert offered_on_page(driver) == [(n, titles[n]) for n in offered]
+            with pytest.raises(NoAlertPresentException):
+                driver.switch_to.alert.accept()
+            for tag in ("b", "i", "img"):
+                assert driver.find_elements(By.TAG_NAME, tag) == []
+            assert len(driver.find_elements(By.TAG_NAME, "script")) == 1  # the countdown only
+            click(driver, node)
         assert text(driver, "outcome") == "success"
     finally:
         assert srv.stop() == 0, srv.log()
     plays = spark.read.schema(PLAYS).parquet(f"{graph}/plays/human-play/part-*/plays").toPandas()
-    assert list(plays.model) == [name] and list(plays.route[0]) == [0, 2]
+    assert list(plays.model) == [name] and list(plays.route[0]) == path

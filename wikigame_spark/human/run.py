@@ -1,21 +1,20 @@
 """A human play run: its graph, games and journal on disk; at the end, a play run like the agents'.
 
 The run's folder is ``GRAPH/human/RUN_NAME`` (the journal); its plays go to ``GRAPH/plays/RUN_NAME``
-and to an MLflow run through :func:`wikigame_spark.play.runs.record_plays`, the path imported human
-games take too, so ``jobs/report.py`` reads them like any agent's.
+and to an MLflow run through :func:`wikigame_spark.play.runs.record_plays` (a plays folder and a
+run like a play run's), so ``jobs/report.py`` reads them like any agent's. The inputs, the output
+and the tracking store are checked (:mod:`wikigame_spark.preflight`) before anyone plays.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from dataclasses import asdict, dataclass
 
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from wikigame_spark import io
+from wikigame_spark import io, preflight
 from wikigame_spark.evaluation.humans import HUMAN
 from wikigame_spark.human.arena import Arena, plays_rows
 from wikigame_spark.play import runs
@@ -41,7 +40,7 @@ class HumanPlayConfig:
     run_name: str = "human-play"
 
     def validate(self) -> None:
-        if "://" in self.graph and not self.graph.startswith("file:"):
+        if not preflight.is_local(self.graph):
             raise ValueError(f"--graph {self.graph}: human play keeps its journal beside the graph, on local disk")
         if not _RUN_NAME.fullmatch(self.run_name):
             raise ValueError(f"--run-name {self.run_name!r}: letters, digits, . - _ only (it names a folder)")
@@ -52,11 +51,11 @@ class HumanPlayConfig:
 
     @property
     def graph_dir(self) -> str:
-        return self.graph.removeprefix("file:").rstrip("/")
+        return preflight.absolute(self.graph).rstrip("/")
 
     @property
     def games_dir(self) -> str:
-        return (self.games or f"{self.graph_dir}/games").removeprefix("file:").rstrip("/")
+        return preflight.absolute(self.games or f"{self.graph_dir}/games").rstrip("/")
 
     @property
     def run_dir(self) -> str:
@@ -67,17 +66,8 @@ class HumanPlayConfig:
         return f"{self.graph_dir}/plays/{self.run_name}"
 
 
-def _manifest(directory: str, what: str) -> dict:
-    path = os.path.join(directory, io.MANIFEST)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{directory}: no {io.MANIFEST}; not a finished {what}")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
 def load_games(games_dir: str, graph: WorkerGraph) -> list[dict]:
     """The games table as dicts in game_id order, checked against the graph."""
-    _manifest(games_dir, "games table")
     table = read_columns(f"{games_dir}/games", GAMES.fieldNames()).sort_by("game_id")
     games = table.to_pylist()
     bad = [
@@ -90,13 +80,23 @@ def load_games(games_dir: str, graph: WorkerGraph) -> list[dict]:
     return games
 
 
+def check(cfg: HumanPlayConfig) -> dict:
+    """Before anyone plays: the flags, the graph, games sampled on it, a writable plays folder and
+    tracking store. Returns the graph's manifest."""
+    cfg.validate()
+    graph_manifest = preflight.require_graph(cfg.graph_dir)
+    games_manifest = preflight.require_games(cfg.games_dir, "--games")
+    preflight.games_bound_to(games_manifest, graph_manifest, cfg.games_dir, cfg.graph_dir)
+    preflight.check_output(cfg.output, overwrite=True)  # each stop of the run replaces its plays
+    preflight.check_tracking()
+    return graph_manifest
+
+
 def open_arena(cfg: HumanPlayConfig) -> Arena:
     """The run's arena: graph and games loaded, the journal replayed when the run is resumed."""
-    cfg.validate()
-    _manifest(cfg.graph_dir, "graph")
     graph = WorkerGraph.from_directory(cfg.graph_dir)
     games = load_games(cfg.games_dir, graph)
-    run = {"graph": os.path.abspath(cfg.graph_dir), "games_dir": os.path.abspath(cfg.games_dir)}
+    run = {"graph": cfg.graph_dir, "games_dir": cfg.games_dir}
     return Arena(graph, games, f"{cfg.run_dir}/{JOURNAL}", cfg.time_limit, cfg.max_steps, run)
 
 
@@ -117,7 +117,7 @@ def record(spark: SparkSession, arena: Arena, cfg: HumanPlayConfig) -> tuple[str
         "players": players,
         "journal": f"{cfg.run_dir}/{JOURNAL}",
         "code_version": io.code_version(),
-        **graph_params(cfg.graph_dir, _manifest(cfg.graph_dir, "graph")),
+        **graph_params(cfg.graph_dir, preflight.require_graph(cfg.graph_dir)),
     }
     counts = {"players": players, "unfinished_games": arena.unfinished()}
     with open(f"{cfg.run_dir}/{JOURNAL}", "rb") as f:
