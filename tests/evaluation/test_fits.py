@@ -167,12 +167,24 @@ def test_fit_groups_and_table():
             "graph": ["g"] * 8,
             "extra_steps": [0, 1, 3, 7, 0, 2, 5, 12],
             "limit": [10.0, 10.0, 20.0, 20.0] + [math.nan] * 4,
-            "games": [5, 3, 2, 1, 2, 3, 2, 1],
+            "games": [5, 3, 2, 1, 4, 4, 2, 1],
         }
     )
-    out = fits.fit_groups(extra, {("a", "g"): 20, ("human", "g"): 10}, {"human"})
+    out = fits.fit_groups(extra, {("a", "g"): 20, ("human", "g"): 15}, {"human"})
     variants = [(a, f.variant) for a, _, f in out]
     assert variants == [("a", "step_limit"), ("human", "untruncated"), ("human", "human_cutoff")]
     table = fits.fit_table(out)
-    assert list(table["successes"]) == [11, 8, 8] and list(table["fitted"]) == [11, 8, 7]
+    assert list(table["successes"]) == [11, 11, 11] and list(table["fitted"]) == [11, 11, 10]
     assert table.loc[2, "variant"] == "human_cutoff (truncated, > 10 unknown)"
+
+
+def test_too_few_games_are_shown_not_fitted():
+    """Two successful games once gave n = 9992: under MIN_FIT_GAMES there is no fit, and the note says why."""
+    extra = pd.DataFrame({"label": ["a", "a"], "graph": ["g", "g"], "extra_steps": [0, 3], "limit": 50.0, "games": 1})
+    [(_, _, f)] = fits.fit_groups(extra, {("a", "g"): 5})
+    assert math.isnan(f.free.n) and math.isnan(f.free.p) and math.isnan(f.lrt.p_value)
+    assert f.free.note == f"not fitted: 2 successful games (fewer than {fits.MIN_FIT_GAMES})"
+    row = fits.fit_table([("a", "g", f)]).iloc[0]
+    assert row["successes"] == 2 and "not fitted" in row["note"]
+    [(_, _, f)] = fits.fit_groups(extra.assign(games=5), {("a", "g"): 20})  # 10 games: fitted
+    assert math.isfinite(f.free.p)

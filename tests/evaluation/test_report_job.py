@@ -122,7 +122,8 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
     assert all(name.endswith(".png") for name in figures), figures
     for required in ("fig2a_success_by_agent", "fig2b_success_vs_parameters", "fig3d_mean_steps"):
         assert f"{required}.png" in figures
-    assert {"fig4_success_across_graphs.png", "fig15_outcomes.png", "fig3_steps_human_ltgwiki.png"} <= set(figures)
+    assert {"fig15_outcomes.png", "fig3_steps_human_ltgwiki.png"} <= set(figures)
+    assert "fig4_success_across_graphs.png" not in figures  # one graph: nothing to compare across
     for name in figures:
         with open(os.path.join(out, "figures", name), "rb") as f:
             data = f.read()
@@ -149,6 +150,16 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
     html = open(os.path.join(out, "report.html"), encoding="utf-8").read()
     for text in ("Table 4", "Table 5", "Appendix J", "embedding: all-MiniLM-L6-v2", "(figures/fig15_outcomes.png)"):
         assert text in md
+    assert "Fig 4 left out: every run played one graph (ltgwiki)" in md
+    assert "Fig 15 · How each agent's games ended" in md  # captions say what a figure shows
+    # 95 % Wilson interval beside the paper's σ, with the report's one rounding rule
+    from wikigame_spark.evaluation.tables import rounded
+
+    r = success.loc["random"]
+    assert f"{rounded(r.success_rate)} ± {rounded(r.success_rate_sd)} [{rounded(r.wilson_low)}, " in md
+    # runs without the traced params (made by this test's play job before it records them) are named
+    trace = pd.read_csv(os.path.join(out, "tables", "run_inputs.csv")).set_index("run_name")
+    assert set(trace.index) == {"random", "embedding", "human"}
     assert html.count("data:image/png;base64,") == len(figures) and "<table>" in html
 
     summary = json.load(open(os.path.join(out, "report.json"), encoding="utf-8"))

@@ -100,7 +100,18 @@ def test_wide_tables_and_ordering(labelled):
     cell = wide.set_index("agent").loc["b", "g2"]
     assert cell == ""  # b did not play g2
     r = success[(success.label == "a") & (success.graph == "g1")].iloc[0]
-    assert wide.set_index("agent").loc["a", "g1"] == f"{r.success_rate:.2f} ± {r.success_rate_sd:.2f}"
+    assert (
+        wide.set_index("agent").loc["a", "g1"]
+        == f"{tables.rounded(r.success_rate)} ± {tables.rounded(r.success_rate_sd)}"
+    )
+    with_ci = tables.wide(
+        success, "success_rate", "success_rate_sd", labels, graphs, interval=("wilson_low", "wilson_high")
+    )
+    assert (
+        with_ci.set_index("agent")
+        .loc["a", "g1"]
+        .endswith(f"[{tables.rounded(r.wilson_low)}, {tables.rounded(r.wilson_high)}]")
+    )
     ow = tables.outcome_wide(tables.outcome_table(agg.outcomes), labels, graphs)
     assert list(ow.columns[:3]) == ["label", "graph", "success"]
     assert ow.drop(columns=["label", "graph"]).sum(axis=1).to_numpy() == pytest.approx(1.0)
@@ -112,3 +123,27 @@ def test_aggregate_names_missing_columns(spark, labelled):
     with pytest.raises(ValueError, match=r"missing column\(s\) \['label'\]"):
         tables.aggregate(df.drop("label"))
     assert df.filter(F.col("label") == "a").count() == 65
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "text"),
+    [
+        (0.175, 2, "0.18"),
+        (0.125, 2, "0.13"),
+        (0.0049, 2, "0.00"),
+        (-0.001, 2, "0.00"),
+        (2.25, 1, "2.3"),
+        (1.0, 2, "1.00"),
+    ],
+)
+def test_one_rounding_rule(value, digits, text):
+    """The issue's 0.175: "0.17" in Table 4 and "18 %" in Fig 15; now "0.18" in both."""
+    assert tables.rounded(value, digits) == text
+    assert tables.rounded(float("nan")) == "–"
+
+
+def test_wilson_interval_against_hand_values():
+    """Wilson (1927) 95 % interval: 0 of 5 → [0, 0.434]; 5 of 5 → [0.566, 1]; 47 of 100 → [0.375, 0.567]."""
+    low, high = tables.wilson_interval([0, 5, 47], [5, 5, 100])
+    assert low == pytest.approx([0.0, 0.5655, 0.3751], abs=5e-4)
+    assert high == pytest.approx([0.4345, 1.0, 0.5667], abs=5e-4)

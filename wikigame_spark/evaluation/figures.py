@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from wikigame_spark.evaluation.fits import StepFits, expected_fractions
-from wikigame_spark.evaluation.tables import EXTRA, GAMES, GRAPH, LABEL, LIMIT
+from wikigame_spark.evaluation.tables import EXTRA, GAMES, GRAPH, LABEL, LIMIT, rounded
 
 DPI = 120
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -92,16 +92,19 @@ def _bars_by_agent(rows: pd.DataFrame, graphs: list[str]):
 
 
 def success_by_agent(success: pd.DataFrame, labels: list[str], graphs: list[str]) -> bytes:
-    """Fig 2A: success rate of each agent (on each graph) with ± one standard deviation."""
+    """Fig 2A: success rate of each agent (on each graph) with ± one standard deviation (bars)
+    and the 95 % Wilson interval (black line)."""
     rows = _rows(success, labels, graphs)
     fig, ax, y, names = _bars_by_agent(rows, graphs)
     ax.barh(y, rows["success_rate"], xerr=rows["success_rate_sd"].fillna(0), color="tab:blue", capsize=3)
+    ax.hlines(y - 0.3, rows["wilson_low"], rows["wilson_high"], color="black", linewidth=2, label="95 % Wilson")
     for yi, (_, r) in zip(y, rows.iterrows()):
-        right = r["success_rate"] + (0 if pd.isna(r["success_rate_sd"]) else r["success_rate_sd"])
-        ax.text(min(right + 0.02, 0.86), yi, f"{r['success_rate']:.2f} (n={r[GAMES]})", va="center")
+        ax.text(
+            1.02, yi, f"{rounded(r['success_rate'])} (n={r[GAMES]})", va="center", transform=ax.get_yaxis_transform()
+        )
     ax.set_yticks(y, names)
     ax.set_xlim(0, 1)
-    ax.set_xlabel("Success rate (± one standard deviation)")
+    ax.set_xlabel("Success rate (bar: ± one standard deviation; black line: 95 % Wilson interval)")
     ax.set_title("Fig 2A · Success rate by agent" + (f" — {graphs[0]}" if len(graphs) == 1 else ""))
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
@@ -127,8 +130,16 @@ def success_vs_parameters(success: pd.DataFrame, models: dict[str, str | None]) 
             label=graph,
         )
         for _, r in g.iterrows():
-            ax.annotate(r[LABEL], (r["parameters"], r["success_rate"]), xytext=(5, 5), textcoords="offset points")
+            ax.annotate(
+                r[LABEL],
+                (r["parameters"], r["success_rate"]),
+                xytext=(5, 5),
+                textcoords="offset points",
+                annotation_clip=False,
+            )
     ax.set_xscale("log")
+    low, high = rows["parameters"].min(), rows["parameters"].max()
+    ax.set_xlim(low / 3, high * 30)  # room on the right for the labels
     ax.set_ylim(0, 1)
     ax.set_xlabel("Model parameters (log scale)")
     ax.set_ylabel("Success rate (± one standard deviation)")
@@ -141,9 +152,9 @@ def success_vs_parameters(success: pd.DataFrame, models: dict[str, str | None]) 
 def _fit_label(name: str, fit, fixed: bool) -> str:
     if not math.isfinite(fit.p):
         return f"{name}: {fit.note or 'no fit'}"
-    pm = lambda v, e: f"{v:.3g}" if not math.isfinite(e) else f"{v:.3g} ± {e:.2g}"  # noqa: E731
-    n_text = "" if fixed else f"n = {pm(fit.n, fit.n_se)}, "
-    return f"{name}: {n_text}p = {pm(fit.p, fit.p_se)}, NLL = {fit.nll:.2f}"
+    pm = lambda v, e, d: rounded(v, d) if not math.isfinite(e) else f"{rounded(v, d)} ± {rounded(e, d)}"  # noqa: E731
+    n_text = "" if fixed else f"n = {pm(fit.n, fit.n_se, 2)}, "
+    return f"{name}: {n_text}p = {pm(fit.p, fit.p_se, 3)}, NLL = {rounded(fit.nll, 2)}"
 
 
 def steps_histogram(label: str, graph: str, counts: pd.DataFrame, fit: StepFits) -> bytes:
@@ -172,7 +183,11 @@ def steps_histogram(label: str, graph: str, counts: pd.DataFrame, fit: StepFits)
         else:
             ax.plot([], [], style, label=text)
     lrt = fit.lrt
-    lrt_text = f"LRT 2ΔNLL = {lrt.statistic:.2f}, p = {lrt.p_value:.2g}" if math.isfinite(lrt.statistic) else ""
+    lrt_text = (
+        f"LRT 2ΔNLL = {rounded(lrt.statistic, 2)}, p = {rounded(lrt.p_value, 3)}"
+        if math.isfinite(lrt.statistic)
+        else fit.free.note
+    )
     ax.set_xlabel("Steps above optimal")
     ax.set_ylabel("Games")
     ax.set_xlim(-0.7, top + 0.7)
@@ -193,7 +208,7 @@ def mean_steps(steps: pd.DataFrame, labels: list[str], graphs: list[str]) -> byt
     ax.barh(y, means, xerr=rows["steps_above_optimal_se"].fillna(0), color="tab:green", capsize=3)
     for yi, (_, r) in zip(y, rows.iterrows()):
         m, se = r["steps_above_optimal_mean"], r["steps_above_optimal_se"]
-        text = "no successes" if not math.isfinite(m) else f"{m:.1f} ({r['successes']} games)"
+        text = "no successes" if not math.isfinite(m) else f"{rounded(m, 1)} ({r['successes']} games)"
         right = (0 if not math.isfinite(m) else m) + (0 if not math.isfinite(se) else se)
         ax.text(right + 0.02 * limit, yi, text, va="center")
     ax.set_yticks(y, names)
@@ -246,7 +261,7 @@ def outcome_stacks(outcomes: pd.DataFrame, graphs: list[str]) -> bytes:
         ax.barh(y, values, left=left, color=color, label=outcome.replace("_", " "))
         for yi, lo, v in zip(y, left, values):
             if v >= 0.06:
-                ax.text(lo + v / 2, yi, f"{v:.0%}", ha="center", va="center", fontsize=8, color="white")
+                ax.text(lo + v / 2, yi, rounded(v), ha="center", va="center", fontsize=8, color="white")
         left += values
     ax.set_yticks(y, names)
     ax.set_xlim(0, 1)

@@ -38,6 +38,9 @@ from scipy.special import expit, gammaln, logit
 from scipy.stats import chi2, nbinom
 
 HUMAN_CUTOFF = 10
+# Fewer successful games than this are shown, not fitted: two parameters from a handful of
+# values give estimates (e.g. n = 9992 from two games) that only look like findings.
+MIN_FIT_GAMES = 10
 HUMAN_MODES = ("truncated", "censored")
 
 # Search box, in the fit's own coordinates (log n, logit p): wide enough never to bind on data a
@@ -385,19 +388,34 @@ def expected_fractions(fit: NegBinomFit, xs: np.ndarray, limit=None, counts=None
     return out
 
 
+def not_fitted(successes: int, min_games: int, variant: str = "step_limit") -> StepFits:
+    """What the report shows instead of a fit on too few games: no estimates, and why."""
+    note = f"not fitted: {successes} successful game{'' if successes == 1 else 's'} (fewer than {min_games})"
+    nan = math.nan
+    free = NegBinomFit(nan, nan, nan, nan, nan, successes, False, note=note)
+    geometric = NegBinomFit(1.0, nan, nan, nan, nan, successes, True, note=note)
+    return StepFits(variant, free, geometric, LikelihoodRatio(nan, nan, nan), successes)
+
+
 def fit_groups(
     extra: pd.DataFrame,
     games: dict[tuple[str, str], int],
     human_labels: set[str] = frozenset(),
     cutoff: int = HUMAN_CUTOFF,
     mode: str = "truncated",
+    min_games: int = MIN_FIT_GAMES,
 ) -> list[tuple[str, str, StepFits]]:
     """Fits for every (label, graph) of a table of counts (columns label, graph, extra_steps,
     limit, games; see :func:`wikigame_spark.evaluation.tables.aggregate`): the step-limit fit
-    for each, and the human variant too for the labels in ``human_labels``."""
+    for each, and the human variant too for the labels in ``human_labels``; a group with fewer
+    than ``min_games`` successful games gets :func:`not_fitted` instead."""
     out = []
     for (label, graph), g in extra.groupby(["label", "graph"], sort=True):
         x, lim, w = g["extra_steps"].to_numpy(), g["limit"].to_numpy(float), g["games"].to_numpy()
+        successes = int(w.sum())
+        if successes < min_games:
+            out.append((label, graph, not_fitted(successes, min_games)))
+            continue
         out.append((label, graph, fit_steps(x, lim, w)))
         if label in human_labels:
             out.append((label, graph, fit_human(x, w, games.get((label, graph)), cutoff, mode)))

@@ -35,9 +35,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType
 
 from wikigame_spark import io, tracking
+from wikigame_spark.agents.local_server import PLUMBING_MODELS
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.evaluation import bands, figures, loops, protocols, tables
-from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
+from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, MIN_FIT_GAMES, StepFits, fit_groups, fit_table
 from wikigame_spark.evaluation.humans import HUMAN
 from wikigame_spark.schemas import PLAYS
 
@@ -45,6 +46,25 @@ log = logging.getLogger(__name__)
 
 PLAYS_ARTIFACT = "plays.parquet"
 KIND_TAG = "wikigame.kind"
+PLUMBING_TAG = "wikigame.plumbing"  # "true": a model that checks the plumbing, not a player
+PLUMBING_NOTE = "base model: plumbing check"
+WILSON = ("wilson_low", "wilson_high")
+# What names a play run's inputs and agent (params of jobs/play_games.py; older runs lack some).
+TRACE_PARAMS = (
+    "graph_uri",
+    "graph_manifest_sha1",
+    "games_uri",
+    "games_manifest_sha1",
+    "games_seed",
+    "games_count",
+    "agent",
+    "model",
+    "model_digest",
+    "llm_engine",
+    "chat_format",
+    "protocol",
+)
+TRACE_METRICS = ("prompt_tokens_total", "completion_tokens_total", "llm_latency_mean_s")
 
 
 # --- Inputs -----------------------------------------------------------------------------------
@@ -62,9 +82,16 @@ class PlayRun:
     model: str | None
     max_steps: int | None
     plays_dir: str
+    metrics: dict = field(default_factory=dict)
+    plumbing: bool = False
 
 
-def run_label(params: dict) -> str:
+def is_plumbing(params: dict, tags: dict | None = None) -> bool:
+    """A run of a model that checks the plumbing (the bundled base Gemma), not a player."""
+    return (tags or {}).get(PLUMBING_TAG) == "true" or (params.get("model") or "") in PLUMBING_MODELS
+
+
+def run_label(params: dict, tags: dict | None = None) -> str:
     """The agent as tables show it: agent, model, and the settings that change how it plays."""
     agent = params.get("agent") or "?"
     model = params.get("model") or ""
@@ -75,6 +102,8 @@ def run_label(params: dict) -> str:
         text += f" top-{params['top_k']}"
     if agent != HUMAN and params.get("max_steps") not in (None, "", protocols.default_max_steps(params)):
         text += f" ≤{params['max_steps']} steps"
+    if is_plumbing(params, tags):
+        text += f" ({PLUMBING_NOTE})"
     return text + protocols.label_suffix(params)
 
 
@@ -88,6 +117,7 @@ def graph_label(params: dict) -> str:
 
 def _play_run(run) -> PlayRun:
     p = dict(run.data.params)
+    tags = dict(run.data.tags)
     graph = (p.get("graph") or "").rstrip("/")
     plays_dir = p.get("output") or f"{graph}/plays/{p.get('run_name') or run.info.run_name}"
     max_steps = p.get("max_steps")
@@ -96,12 +126,14 @@ def _play_run(run) -> PlayRun:
         run.info.run_name or "",
         int(run.info.start_time or 0),
         p,
-        run_label(p),
+        run_label(p, tags),
         graph_label(p),
         p.get("agent", ""),
         p.get("model") or None,
         int(max_steps) if max_steps not in (None, "") else None,
         plays_dir,
+        dict(run.data.metrics),
+        is_plumbing(p, tags),
     )
 
 
@@ -217,6 +249,8 @@ class Evaluation:
     bands: pd.DataFrame | None = None  # per difficulty band (bands.band_table)
     loops: pd.DataFrame | None = None  # runs with revisits allowed (loops.loop_table); None without any
     protocols: dict[str, str] = field(default_factory=dict)  # label → protocol
+    trace: pd.DataFrame = field(default_factory=pd.DataFrame)  # per run: inputs and agent identity
+    plumbing: pd.DataFrame = field(default_factory=pd.DataFrame)  # outcome counts of plumbing-model runs
 
     def metrics(self) -> dict[str, float]:
         """Flat per-group numbers for the report's MLflow run."""
@@ -250,15 +284,19 @@ def evaluate(
     human_mode: str = "truncated",
     difficulty_bands: tuple[tuple[int, int], ...] = ((1, 2), (3, 4), (5, 6), (7, 8)),
 ) -> Evaluation:
-    """Labelled plays (see :func:`load_plays`) → tables and fits."""
+    """Labelled plays (see :func:`load_plays`) → tables and fits. Runs of plumbing models (see
+    :func:`is_plumbing`) get outcome counts only: no success rate, fit or figure."""
     agg = tables.aggregate(plays)
-    success = tables.success_table(agg.groups)
+    plumbing = {r.label for r in runs if r.plumbing}
+    players = lambda df: df[~df[tables.LABEL].isin(plumbing)].reset_index(drop=True)  # noqa: E731
+    player_plays = plays.filter(~F.col(tables.LABEL).isin(sorted(plumbing))) if plumbing else plays
+    success = tables.success_table(players(agg.groups))
     labels, graphs = tables.label_order(success), tables.graph_order(success)
-    steps = tables.steps_table(agg.groups)
-    outcomes = tables.outcome_table(agg.outcomes)
+    steps = tables.steps_table(players(agg.groups))
+    outcomes = tables.outcome_table(players(agg.outcomes))
     games = {(r[tables.LABEL], r[tables.GRAPH]): int(r[tables.GAMES]) for _, r in agg.groups.iterrows()}
     humans = {r.label for r in runs if r.agent == HUMAN}
-    fits = fit_groups(agg.extra, games, humans, human_cutoff, human_mode)
+    fits = fit_groups(players(agg.extra), games, humans, human_cutoff, human_mode)
     per_run = agg.per_run.set_index(tables.RUN_ID)[tables.GAMES].to_dict()
     run_rows = [
         {
@@ -277,6 +315,7 @@ def evaluate(
     empty = [row["run_name"] for row in run_rows if row["games"] == 0]
     if empty:
         notes.append(f"runs with no plays: {', '.join(empty)}")
+    notes += comparability_notes(runs)
     return Evaluation(
         runs=pd.DataFrame(run_rows),
         skipped=list(skipped),
@@ -292,10 +331,80 @@ def evaluate(
         human_cutoff=human_cutoff,
         human_mode=human_mode,
         notes=notes,
-        bands=bands.band_table(bands.band_counts(plays, difficulty_bands)),
-        loops=_loops(plays, runs),
+        bands=bands.band_table(bands.band_counts(player_plays, difficulty_bands)),
+        loops=_loops(player_plays, runs),
         protocols={r.label: protocols.run_protocol(r.params) for r in runs},
+        trace=trace_table(runs),
+        plumbing=plumbing_table(agg.outcomes[agg.outcomes[tables.LABEL].isin(plumbing)]),
     )
+
+
+def _short(value, n: int = 12) -> str:
+    return str(value)[:n] if value not in (None, "") else "–"
+
+
+def trace_table(runs: Sequence[PlayRun]) -> pd.DataFrame:
+    """Per run, what it played on and with: graph and games (URI, manifest digest, seed, count),
+    agent and model identity, LLM token totals and latency ("–" where an older run did not record it)."""
+    rows = []
+    for r in runs:
+        p, m = r.params, r.metrics
+        rows.append(
+            {
+                "run_name": r.run_name,
+                "agent": r.label,
+                "graph": r.graph,
+                "graph_uri": p.get("graph_uri") or p.get("graph") or "–",
+                "graph sha1": _short(p.get("graph_manifest_sha1")),
+                "games_uri": p.get("games_uri") or "–",
+                "games sha1": _short(p.get("games_manifest_sha1")),
+                "games seed": p.get("games_seed") or "–",
+                "games count": p.get("games_count") or "–",
+                "model": p.get("model") or "–",
+                "model digest": _short(p.get("model_digest")),
+                "engine": p.get("llm_engine") or "–",
+                "chat format": p.get("chat_format") or "–",
+                "protocol": p.get("protocol") or "–",
+                "prompt tokens": int(m["prompt_tokens_total"]) if "prompt_tokens_total" in m else "–",
+                "completion tokens": int(m["completion_tokens_total"]) if "completion_tokens_total" in m else "–",
+                "mean latency (s)": tables.rounded(m["llm_latency_mean_s"], 2) if "llm_latency_mean_s" in m else "–",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def comparability_notes(runs: Sequence[PlayRun]) -> list[str]:
+    """Warnings for runs shown side by side that did not play the same graph build or games set."""
+    notes = []
+    by_graph: dict[str, list[PlayRun]] = {}
+    for r in runs:
+        by_graph.setdefault(r.graph, []).append(r)
+    for graph, group in sorted(by_graph.items()):
+        for key, what in (("graph_manifest_sha1", "builds of the graph"), ("games_manifest_sha1", "games sets")):
+            found = {r.params[key]: r.run_name for r in group if r.params.get(key)}
+            if len(found) > 1:
+                named = "; ".join(f"{name} ({_short(d)})" for d, name in sorted(found.items()))
+                notes.append(f"runs compared on graph {graph} played different {what}: {named}")
+    untraced = [r.run_name for r in runs if not r.params.get("graph_manifest_sha1")]
+    if untraced:
+        notes.append(
+            f"{len(untraced)} run(s) recorded no graph manifest digest (made before runs were traced), so "
+            f"their inputs cannot be checked: {', '.join(untraced)}"
+        )
+    return notes
+
+
+def plumbing_table(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Outcome counts (games, not fractions) per plumbing-model run group."""
+    if outcomes.empty:
+        return pd.DataFrame()
+    table = outcomes.pivot_table(
+        index=tables.GROUP, columns="outcome", values=tables.GAMES, fill_value=0, aggfunc="sum"
+    )
+    table.insert(0, tables.GAMES, table.sum(axis=1))
+    table = table.reset_index().rename(columns={tables.LABEL: "agent"})
+    table.columns.name = None
+    return table
 
 
 def _loops(plays: DataFrame, runs: Sequence[PlayRun]) -> pd.DataFrame | None:
@@ -314,7 +423,7 @@ def _fmt(value, digits: int = 3) -> str:
     if isinstance(value, float):
         if value != 0 and (abs(value) < 10 ** (-digits) or abs(value) >= 1e6):
             return f"{value:.2e}"
-        return f"{value:.{digits}f}"
+        return tables.rounded(value, digits)
     return str(value)
 
 
@@ -465,21 +574,59 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         doc.para(f"Left out: run `{s['run_id']}` ({s['run_name']}): {s['reason']}.")
     for note in ev.notes:
         doc.para(f"Note: {note}.")
+    if not ev.trace.empty:
+        doc.heading("Run inputs")
+        doc.para(
+            "What each run played on and with: the graph and games set (URI, SHA-1 of their manifests, "
+            "seed, count), the agent's model (name, file digest, LLM engine and chat format), and for "
+            "LLM agents the tokens used and the mean latency of a request. – = not recorded by the run."
+        )
+        doc.table(ev.trace)
+    if not ev.plumbing.empty:
+        doc.heading("Plumbing checks (base models)")
+        doc.para(
+            "Runs of a base model (the bundled Gemma-3-270M GGUF is the pretrained model, not the "
+            "instruction-tuned one): they show that the server, the prompts, the token accounting and every "
+            "outcome path work, not how well a model plays, so they get outcome counts here and no success "
+            "rate, fit or figure."
+        )
+        doc.table(ev.plumbing)
+    if ev.success.empty:
+        doc.para("No runs of players to evaluate.")
+        return _files(doc, ev, title, experiment, created, run_id)
 
     doc.heading("Success rate (Table 4)")
-    doc.para("Fraction of games that reached the target, ± one standard deviation √(p(1−p)/n).")
-    doc.table(tables.wide(ev.success, "success_rate", "success_rate_sd", labels, graphs))
-    doc.figure("fig2a_success_by_agent", figures.success_by_agent(ev.success, labels, graphs), "Fig 2A")
+    doc.para(
+        "Fraction of games that reached the target, ± one standard deviation √(p(1−p)/n) (the paper's σ), "
+        "and in brackets the 95 % Wilson interval, which stays meaningful for few games and for rates of 0 or 1."
+    )
+    doc.table(tables.wide(ev.success, "success_rate", "success_rate_sd", labels, graphs, interval=WILSON))
+    doc.figure(
+        "fig2a_success_by_agent",
+        figures.success_by_agent(ev.success, labels, graphs),
+        "Fig 2A · Success rate of each agent"
+        + (" on each graph" if len(graphs) > 1 else f" on {graphs[0]}")
+        + ": bars ± one standard deviation, black line the 95 % Wilson interval, n = games played.",
+    )
     fig2b = figures.success_vs_parameters(ev.success, ev.models)
     if fig2b is None:
         doc.para("Fig 2B (success against model size) left out: no agent's model has a known parameter count.")
     else:
-        doc.figure("fig2b_success_vs_parameters", fig2b, "Fig 2B")
+        doc.figure(
+            "fig2b_success_vs_parameters",
+            fig2b,
+            "Fig 2B · Success rate against the model's parameter count (log scale), for the models whose "
+            "size is known, one colour per graph; plumbing-check models are not shown.",
+        )
 
     doc.heading("Steps above optimal (Table 5)")
     doc.para("Successful games only: mean steps above the shortest path ± standard error.")
     doc.table(tables.wide(ev.steps, "steps_above_optimal_mean", "steps_above_optimal_se", labels, graphs, 1))
-    doc.figure("fig3d_mean_steps", figures.mean_steps(ev.steps, labels, graphs), "Fig 3D")
+    doc.figure(
+        "fig3d_mean_steps",
+        figures.mean_steps(ev.steps, labels, graphs),
+        "Fig 3D · Mean steps above the shortest path of each agent's successful games, ± standard error.",
+    )
 
     doc.heading("Negative binomial fits (Appendix J)")
     doc.para(
@@ -488,6 +635,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         "(max_steps − optimal steps); standard errors from the Hessian. n free against n = 1 "
         "(geometric) by the likelihood-ratio test, 2ΔNLL against χ² with one degree of freedom."
         + (_human_text(ev) if any(f.cutoff is not None for _, _, f in ev.fits) else "")
+        + f" Groups with fewer than {MIN_FIT_GAMES} successful games are shown but not fitted."
     )
     doc.table(_fits_display(ev.fit_table))
     shown = {}
@@ -501,26 +649,45 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         doc.figure(
             f"fig3_steps_{_slug(label)}_{_slug(graph)}",
             figures.steps_histogram(label, graph, counts, f),
-            f"Fig 3 · {label} — {graph}",
+            f"Fig 3 · {label} on {graph}: how many successful games took each number of steps above the "
+            "shortest path (bars), and the counts the negative binomial fits expect (lines)"
+            + (f" — {f.free.note}." if not math.isfinite(f.free.p) else "."),
         )
 
     doc.heading("Success across graphs (Fig 4)")
-    doc.figure("fig4_success_across_graphs", figures.success_across_graphs(ev.success, labels, graphs), "Fig 4")
+    if len(graphs) > 1:
+        doc.figure(
+            "fig4_success_across_graphs",
+            figures.success_across_graphs(ev.success, labels, graphs),
+            f"Fig 4 · Success rate of each agent on each of the {len(graphs)} graphs "
+            f"({', '.join(graphs)}), ± one standard deviation.",
+        )
+    else:
+        doc.para(f"Fig 4 left out: every run played one graph ({graphs[0]}); it compares two or more.")
 
     doc.heading("Outcomes (Figures 15–17)")
     wide_outcomes = tables.outcome_wide(ev.outcomes, labels, graphs)
     doc.table(wide_outcomes.rename(columns={tables.LABEL: "agent"}))
-    doc.figure("fig15_outcomes", figures.outcome_stacks(wide_outcomes, graphs), "Fig 15")
+    doc.figure(
+        "fig15_outcomes",
+        figures.outcome_stacks(wide_outcomes, graphs),
+        "Fig 15 · How each agent's games ended: the fraction of games with each outcome (success first).",
+    )
     if ev.bands is not None:
         bands.render(doc, ev.bands, labels, graphs)
     if ev.loops is not None:
         loops.render(doc, ev.loops, labels, graphs)
+    return _files(doc, ev, title, experiment, created, run_id)
 
+
+def _files(doc: _Doc, ev: Evaluation, title: str, experiment: str, created: str, run_id: str) -> dict[str, bytes]:
     files = dict(doc.files)
     files["report.md"] = doc.markdown().encode("utf-8")
     files["report.html"] = doc.html(title).encode("utf-8")
     csv = lambda df: df.to_csv(index=False).encode("utf-8")  # noqa: E731
     files["tables/runs.csv"] = csv(ev.runs)
+    files["tables/run_inputs.csv"] = csv(ev.trace)
+    files["tables/plumbing_outcome_counts.csv"] = csv(ev.plumbing)
     files["tables/table4_success.csv"] = csv(ev.success)
     files["tables/table5_steps_above_optimal.csv"] = csv(ev.steps)
     files["tables/outcomes.csv"] = csv(ev.outcomes)
@@ -537,6 +704,9 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         "code_version": io.code_version(),
         "mlflow_run_id": run_id,
         "runs": ev.runs.to_dict(orient="records"),
+        "run_inputs": ev.trace.to_dict(orient="records"),
+        "plumbing_outcome_counts": ev.plumbing.to_dict(orient="records"),
+        "notes": ev.notes,
         "skipped": ev.skipped,
         "success": ev.success.to_dict(orient="records"),
         "steps_above_optimal": ev.steps.to_dict(orient="records"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pandas as pd
@@ -84,13 +85,30 @@ def aggregate(plays: DataFrame) -> Aggregates:
     )
 
 
+Z95 = 1.959963984540054  # two-sided 95 %
+
+
+def wilson_interval(successes, games, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson score interval of a binomial proportion: unlike p ± σ it stays inside [0, 1]
+    and is not zero-width for 0 or n successes, so few games read as the uncertainty they carry."""
+    k = np.asarray(successes, dtype=float)
+    n = np.asarray(games, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+
+
 def success_table(groups: pd.DataFrame) -> pd.DataFrame:
-    """Table 4, long form: success rate p ± √(p(1−p)/n) per agent and graph."""
+    """Table 4, long form: success rate p ± √(p(1−p)/n) per agent and graph (the paper's σ), and
+    the 95 % Wilson interval beside it."""
     out = groups[[*GROUP, GAMES, SUCCESSES]].copy()
     n = out[GAMES].astype(float)
     p = out[SUCCESSES].astype(float) / n
     out["success_rate"] = p
     out["success_rate_sd"] = np.sqrt(p * (1 - p) / n)
+    out["wilson_low"], out["wilson_high"] = wilson_interval(out[SUCCESSES], n)
     return out
 
 
@@ -123,18 +141,51 @@ def graph_order(success: pd.DataFrame) -> list[str]:
     return list(success.groupby(GRAPH)[GAMES].sum().sort_values(ascending=False, kind="stable").index)
 
 
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def rounded(value: float, digits: int = 2) -> str:
+    """The report's one rounding rule, in tables and figures alike: the decimal value as Python
+    prints it, rounded half away from zero (0.175 → ``0.18``, never ``0.17`` here and ``18 %``
+    there); ``–`` for no value."""
+    if _missing(value):
+        return "–"
+    d = Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{abs(d) if d == 0 else d:.{digits}f}"
+
+
 def format_pm(value: float, error: float, digits: int = 2) -> str:
     """``0.53 ± 0.05``; ``–`` for no value, no ``±`` for an unknown error."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return "–"
-    if error is None or (isinstance(error, float) and math.isnan(error)):
-        return f"{value:.{digits}f}"
-    return f"{value:.{digits}f} ± {error:.{digits}f}"
+    if _missing(error):
+        return rounded(value, digits)
+    return f"{rounded(value, digits)} ± {rounded(error, digits)}"
 
 
-def wide(long: pd.DataFrame, value: str, error: str, labels: list[str], graphs: list[str], digits: int = 2):
-    """Agents as rows, graphs as columns, cells ``value ± error`` (the paper's table layout)."""
-    cells = {(r[LABEL], r[GRAPH]): format_pm(r[value], r[error], digits) for _, r in long.iterrows()}
+def format_interval(low: float, high: float, digits: int = 2) -> str:
+    """``[0.43, 0.62]``; empty when unknown."""
+    return "" if _missing(low) or _missing(high) else f"[{rounded(low, digits)}, {rounded(high, digits)}]"
+
+
+def wide(
+    long: pd.DataFrame,
+    value: str,
+    error: str,
+    labels: list[str],
+    graphs: list[str],
+    digits: int = 2,
+    interval: tuple[str, str] | None = None,
+):
+    """Agents as rows, graphs as columns, cells ``value ± error`` (the paper's table layout),
+    followed by ``[low, high]`` when ``interval`` names the columns of one."""
+
+    def cell(r) -> str:
+        text = format_pm(r[value], r[error], digits)
+        return f"{text} {format_interval(r[interval[0]], r[interval[1]], digits)}".strip() if interval else text
+
+    cells = {(r[LABEL], r[GRAPH]): cell(r) for _, r in long.iterrows()}
     rows = [{"agent": label, **{g: cells.get((label, g), "") for g in graphs}} for label in labels]
     return pd.DataFrame(rows, columns=["agent", *graphs])
 
