@@ -98,11 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     cfg = dataclasses.replace(cfg, graph=graph, games_dir=games_dir, output=output, run_name=run_name)
     graph_manifest, games_manifest = _checks(cfg)
     preflight.check_tracking()
-    spark = cli.session("play_games")
+    spark = None  # a local output is locked before the session starts: a second writer is refused at once
     if graph_manifest is None or games_manifest is None or not preflight.is_local(output):
+        spark = cli.session("play_games")
         graph_manifest, games_manifest = _checks(cfg, spark)
 
     with io.output_lock(output, spark, what=f"play run {run_name!r}"):
+        spark = spark or cli.session("play_games")
         # The key travels to the workers with the agent, never into params, manifests or logs.
         settings = {**runs.agent_settings(cfg), "api_key": os.environ.get("OPENAI_API_KEY", "")}
         identity = runs.run_identity(cfg, graph_manifest, games_dir, games_manifest, runs.model_identity(cfg, settings))

@@ -165,6 +165,15 @@ def stage(job: str, name: str, inputs: str | list[str]) -> Iterator[None]:
         raise StageError(f"{job}: stage {name} failed on {where}: {found or f'{type(e).__name__}: {e}'}") from e
 
 
+def _stop_spark() -> None:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        with contextlib.suppress(Exception):
+            active.stop()
+
+
 def run(main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> None:
     """Run a job's ``main`` and exit with its status: a user's fault exits 2 with one last line
     ``error: …``; a bug shows its traceback (status 1). ``--verbose`` anywhere in the arguments
@@ -185,7 +194,9 @@ def run(main: Callable[[list[str] | None], int], argv: list[str] | None = None) 
             raise
         if verbose():
             traceback.print_exception(e, file=sys.stderr)
-        logging.disable(logging.INFO)  # py4j's "closing down" at exit would follow the line
+        logging.getLogger("py4j").setLevel(logging.WARNING)  # its "closing down" at exit would follow the line
+        if argv is None:  # the job is the program: Spark's shutdown must not print after the line
+            _stop_spark()
         sys.stderr.flush()
         print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
         sys.exit(2)

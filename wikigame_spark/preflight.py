@@ -91,7 +91,7 @@ class _Hadoop:
 
 def _fs(path: str, spark):
     if is_local(path):
-        return _Local(), local_path(path)
+        return _Local(), os.path.abspath(local_path(path))
     return (_Hadoop(spark), path.rstrip("/")) if spark is not None else (None, path)
 
 

@@ -98,3 +98,30 @@ def test_output_lock_refuses_a_live_owner_and_takes_a_dead_ones(tmp_path):
     with io.output_lock(out) as owner:
         assert owner["pid"] == os.getpid()
     assert not os.path.exists(f"{out}.lock")
+
+
+def test_a_fault_inside_a_task_ends_in_one_line_without_traces(tmp_path):
+    """A corrupt dump found by a Spark task: no executor stack traces bury the line (issue: ~350 lines)."""
+    from tests.conftest import LTG
+
+    data = bytearray(open(LTG, "rb").read())
+    data[300_000:300_200] = b"\x00" * 200
+    dump = tmp_path / "corrupt.xml.bz2"
+    dump.write_bytes(bytes(data))
+    env = job_env(f"sqlite:///{tmp_path}/m.db")
+    done = run_job("build_wikipedia", "--input", str(dump), "--output", str(tmp_path / "g"), env=env)
+    done.refused(f"{dump}: corrupt compressed data near byte")
+    assert "\tat " not in done.err and "Executor" not in done.err and "Lost task" not in done.err
+    print(f"stderr: {len(done.err.splitlines())} lines")
+    assert not os.path.exists(tmp_path / "g")
+
+
+def test_output_checks_on_relative_paths(tmp_path, monkeypatch):
+    from wikigame_spark import preflight
+
+    monkeypatch.chdir(tmp_path)
+    preflight.check_output("out/report/x", overwrite=False)  # nothing of it exists yet: writable here
+    assert os.listdir(tmp_path) == []  # the probe was removed, nothing created
+    (tmp_path / "out").write_text("a file")
+    with pytest.raises(preflight.PreflightError, match=f"{tmp_path / 'out'} is a file, not a folder"):
+        preflight.check_output("out/report/x", overwrite=False)

@@ -168,3 +168,64 @@ def test_the_run_record_names_graph_games_agent_model(setup, spark, monkeypatch,
         assert chunk["made_by"][runs.MODEL_DIGEST] == record[runs.MODEL_DIGEST]
         assert chunk["made_by"]["max_steps"] == 100 and chunk["made_by"]["options"]["use_titles"] is False
     assert mlflow.get_experiment_by_name("rec") is not None
+
+
+class _Server:
+    """An HTTP server on 127.0.0.1 answering GETs from a dict of path -> JSON (404 otherwise)."""
+
+    def __init__(self, routes: dict) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = routes.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps(body or {"error": "not found"}).encode())
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_llm_identity_as_servers_report_it():
+    from wikigame_spark.agents.llm_client import server_identity
+
+    template = "{% for m in messages %}<start_of_turn>{{ m.role }}\n{{ m.content }}<end_of_turn>\n{% endfor %}"
+    llama = {
+        "/v1/models": {"data": [{"id": "gemma-3-270m", "owned_by": "llamacpp"}]},
+        "/props": {"chat_template": template, "build_info": "b6500-abc"},
+    }
+    with _Server(llama) as server:
+        found = server_identity(server.url, "gemma-3-270m")
+    assert found["model"] == "gemma-3-270m" and found["llm_engine"] == "llama.cpp server b6500-abc"
+    assert found["chat_format"].startswith("gemma (template sha1 ")
+    python_server = {
+        "/v1/models": {"data": [{"id": "gemma-3-270m", "owned_by": "me"}]},
+        "/openapi.json": {"info": {"title": "🦙 llama.cpp Python API"}},
+    }
+    with _Server(python_server) as server:
+        found = server_identity(server.url, "gemma-3-270m")
+    assert found == {
+        "model": "gemma-3-270m",
+        "llm_engine": "llama-cpp-python server",
+        "chat_format": "unreported",
+        "model_digest": "",
+    }
+    hosted = {"/v1/models": {"data": [{"id": "gpt-x-2026-01", "owned_by": "system"}, {"id": "other", "owned_by": "o"}]}}
+    with _Server(hosted) as server:
+        assert server_identity(server.url, "gpt-x-2026-01")["llm_engine"] == "system"
+        assert server_identity(server.url, "unknown")["model"] == "unknown"  # as asked, when not listed
