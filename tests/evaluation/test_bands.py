@@ -5,8 +5,9 @@ import math
 import pytest
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from wikigame_spark.evaluation.bands import OTHER, band_counts, band_figure, band_name, band_table, band_wide
+from wikigame_spark.evaluation.bands import OTHER, band_counts, band_figure, band_name, band_table, band_wide, metrics
 from wikigame_spark.evaluation.figures import is_png
+from wikigame_spark.evaluation.report import metric_key
 
 LABELLED = StructType(
     [
@@ -76,6 +77,15 @@ def test_band_counts_rates_and_errors_match_hand_counts(table):
     assert (lost["games"], lost["successes"], lost["success_rate"]) == (1, 0, 0.0)
     assert math.isnan(lost["steps_above_optimal_mean"])
     assert table.games.sum() == len(ROWS)  # no game lost
+    assert metrics(table, metric_key) == pytest.approx(
+        {
+            "band_success_rate.a.g.1-2": 1.0,
+            "band_success_rate.a.g.3-4": 1 / 3,
+            "band_success_rate.a.g.other": 1.0,
+            "band_success_rate.b.g.1-2": 1.0,
+            "band_success_rate.b.g.3-4": 0.0,
+        }
+    )
 
 
 def test_wide_tables_and_figure(table):

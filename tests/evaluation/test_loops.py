@@ -14,6 +14,7 @@ from wikigame_spark.evaluation.loops import (
     loop_display,
     loop_figure,
     loop_table,
+    metrics,
     revisit_run_ids,
     route_loops,
 )
@@ -67,6 +68,9 @@ def test_group_counts_and_rates_match_hand_counts(table):
     b = table[table.label == "b"].iloc[0]
     assert (b.games, b.revisiting, b.loops, b.longest_cycle) == (1, 0, 0, 0)
     assert math.isnan(b.success_after_revisit) and math.isnan(b.rarer_after_revisit_p_value)
+    logged = metrics(table, lambda label, graph: f"{label}.{graph}")
+    assert logged["revisit_share.a.g"] == 0.75 and logged["loop_share.a.g"] == 0.25
+    assert logged["revisits_per_game.a.g"] == 1.25 and logged["success_without_revisit.b.g"] == 1.0
 
 
 def test_display_and_figure(table):

@@ -127,6 +127,14 @@ def band_figure(table: pd.DataFrame, labels: list[str], graphs: list[str]) -> by
     return _png(fig)
 
 
+def metrics(table: pd.DataFrame, key) -> dict[str, float]:
+    """Per-band success rates for the report's MLflow run; ``key(label, graph)`` names a group."""
+    return {
+        f"band_success_rate.{key(r[tables.LABEL], r[tables.GRAPH])}.{r[BAND].replace('–', '-')}": r["success_rate"]
+        for _, r in table.iterrows()
+    }
+
+
 def render(doc, table: pd.DataFrame, labels: list[str], graphs: list[str]) -> None:
     """The report's section: two tables and a figure (``doc`` is the report's document, which adds
     a protocol column when runs of both protocols are present)."""

@@ -190,6 +190,12 @@ def loop_figure(table: pd.DataFrame, labels: list[str], graphs: list[str]) -> by
     return _png(fig)
 
 
+def metrics(table: pd.DataFrame, key) -> dict[str, float]:
+    """Loop numbers for the report's MLflow run; ``key(label, graph)`` names a group."""
+    names = ("revisit_share", "revisits_per_game", "loop_share", "success_after_revisit", "success_without_revisit")
+    return {f"{name}.{key(r[tables.LABEL], r[tables.GRAPH])}": r[name] for _, r in table.iterrows() for name in names}
+
+
 def render(doc, table: pd.DataFrame, labels: list[str], graphs: list[str]) -> None:
     """The report's section: a table and a figure (``doc`` is the report's document, which adds
     a protocol column when runs of both protocols are present)."""
