@@ -267,6 +267,8 @@ class Evaluation:
             key = metric_key(label, graph) + ("" if f.cutoff is None else ".human_cutoff")
             out[f"fit_n.{key}"], out[f"fit_p.{key}"] = f.free.n, f.free.p
             out[f"fit_lrt_p_value.{key}"] = f.lrt.p_value
+        out.update(bands.metrics(self.bands, metric_key) if self.bands is not None else {})
+        out.update(loops.metrics(self.loops, metric_key) if self.loops is not None else {})
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
 
