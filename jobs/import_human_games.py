@@ -14,18 +14,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
-import os
-import tempfile
 
-import mlflow
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from wikigame_spark import cli, io, preflight, tracking
+from wikigame_spark import cli, io, preflight
 from wikigame_spark.config import HumanImportConfig, flatten, job_config
 from wikigame_spark.evaluation import humans
-from wikigame_spark.evaluation.metrics import summarise
+from wikigame_spark.play import runs
 from wikigame_spark.play.report import graph_params
-from wikigame_spark.schemas import ID, PLAYS, REDIRECTS, TITLE
+from wikigame_spark.schemas import ID, REDIRECTS, TITLE
 
 NODE_TITLES = StructType([StructField(ID, LongType(), False), StructField(TITLE, StringType(), False)])
 
@@ -71,49 +68,31 @@ def main(argv: list[str] | None = None) -> int:
     unmatched_pdf = unmatched.toPandas().sort_values("line", ignore_index=True)
     left_out, counts = humans.left_out(rejected, unmatched_pdf, len(games), len(plays_pdf))
 
-    experiment_id = tracking.setup(cfg.experiment)
-    with mlflow.start_run(run_name=cfg.run_name, experiment_id=experiment_id) as run:
-        params = {
-            **flatten(cfg),
-            "agent": humans.HUMAN,
-            "model": "",
-            "use_titles": "",
-            "max_steps": "",  # time-limited, not step-limited
-            "games": len(plays_pdf),
-            "tsv_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
-            "code_version": io.code_version(),
-            **graph_params(graph, graph_manifest),
-        }
-        mlflow.log_params(tracking.clean_params(params))
-        metrics = summarise(plays_pdf)
-        tracking.log_metrics({**metrics, **{f"rows_{k}": v for k, v in counts.items() if k != "left_out_by"}})
-        with tempfile.TemporaryDirectory() as tmp:
-            plays_pdf.to_parquet(os.path.join(tmp, "plays.parquet"), index=False)
-            left_out.to_csv(os.path.join(tmp, "rejected.tsv"), sep="\t", index=False)
-            mlflow.log_artifacts(tmp)
-        with io.staged_output(spark, output, overwrite=True) as staging:
-            part = f"{staging}/part-000000"
-            io.write_table(plays, f"{part}/plays", PLAYS)
-            io.write_json(spark, f"{part}/{io.MANIFEST}", {"kind": "plays-chunk", "chunk": 0, "games": len(plays_pdf)})
-            io.write_json(
-                spark,
-                f"{staging}/{io.MANIFEST}",
-                {
-                    "kind": "plays",
-                    "run_name": cfg.run_name,
-                    "mlflow_run_id": run.info.run_id,
-                    "experiment": cfg.experiment,
-                    "parameters": params,
-                    "metrics": metrics,
-                    "counts": counts,
-                    "left_out": left_out.to_dict(orient="records"),
-                    "tracking_uri": tracking.tracking_uri(),
-                    "created": started.isoformat(),
-                },
-            )
+    params = {
+        **flatten(cfg),
+        "agent": humans.HUMAN,
+        "model": "",
+        "use_titles": "",
+        "max_steps": "",  # time-limited, not step-limited
+        "games": len(plays_pdf),
+        "tsv_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
+        "code_version": io.code_version(),
+        **graph_params(graph, graph_manifest),
+    }
+    run_id, metrics = runs.record_plays(
+        spark,
+        plays_pdf,
+        output,
+        cfg.experiment,
+        cfg.run_name,
+        params,
+        metrics={f"rows_{k}": v for k, v in counts.items() if k != "left_out_by"},
+        manifest={"counts": counts, "left_out": left_out.to_dict(orient="records"), "created": started.isoformat()},
+        artifacts={"rejected.tsv": left_out.to_csv(sep="\t", index=False).encode("utf-8")},
+    )
     by = ", ".join(f"{k} {v}" for k, v in counts["left_out_by"].items())
     print(
-        f"import_human_games: wrote {output} and MLflow run {run.info.run_id} ({cfg.experiment}/{cfg.run_name}): "
+        f"import_human_games: wrote {output} and MLflow run {run_id} ({cfg.experiment}/{cfg.run_name}): "
         f"{counts['imported']} of {counts['rows']} games imported"
         + (f", left out {by}" if by else "")
         + f"; success {metrics['success_rate']:.3f} ± {metrics['success_rate_se']:.3f}"

@@ -306,6 +306,7 @@ def record_plays(
     ``output`` as one chunk whose manifest names the run (with ``manifest``'s keys added), so the
     report reads it like the rest. Returns the run id and the summary metrics."""
     plays = plays.sort_values(["game_id", "model"], ignore_index=True, na_position="first")
+    plays["route"] = plays["route"].map(lambda r: [int(v) for v in r])  # numpy arrays from toPandas
     experiment_id = tracking.setup(experiment)
     with mlflow.start_run(run_name=run_name, experiment_id=experiment_id) as run:
         mlflow.log_params(tracking.clean_params(params))
