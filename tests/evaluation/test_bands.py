@@ -5,7 +5,17 @@ import math
 import pytest
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from wikigame_spark.evaluation.bands import OTHER, band_counts, band_figure, band_name, band_table, band_wide, metrics
+from wikigame_spark.evaluation.bands import (
+    OTHER,
+    band_counts,
+    band_figure,
+    band_name,
+    band_table,
+    band_wide,
+    metrics,
+    steps_cell,
+    success_cell,
+)
 from wikigame_spark.evaluation.figures import is_png
 from wikigame_spark.evaluation.report import metric_key
 
@@ -89,11 +99,17 @@ def test_band_counts_rates_and_errors_match_hand_counts(table):
 
 
 def test_wide_tables_and_figure(table):
-    success = band_wide(table, ["a", "b"], ["g"], "success_rate", "success_rate_sd", 2)
+    success = band_wide(table, ["a", "b"], ["g"], success_cell)
     assert list(success.columns) == ["agent", "1–2", "3–4", OTHER]
-    assert success.iloc[0].tolist() == ["a", "1.00 ± 0.00 (2)", "0.33 ± 0.27 (3)", "1.00 ± 0.00 (1)"]
-    assert success.iloc[1].tolist() == ["b", "1.00 ± 0.00 (1)", "0.00 ± 0.00 (1)", ""]
-    steps = band_wide(table, ["a", "b"], ["g"], "steps_above_optimal_mean", "steps_above_optimal_se", 1)
+    # Wilson 95 %: 2 of 2 → [0.34, 1]; 1 of 3 → [0.06, 0.79]; 1 of 1 → [0.21, 1]; 0 of 1 → [0, 0.79]
+    assert success.iloc[0].tolist() == [
+        "a",
+        "1.00 ± 0.00 [0.34, 1.00] (2)",
+        "0.33 ± 0.27 [0.06, 0.79] (3)",
+        "1.00 ± 0.00 [0.21, 1.00] (1)",
+    ]
+    assert success.iloc[1].tolist() == ["b", "1.00 ± 0.00 [0.21, 1.00] (1)", "0.00 ± 0.00 [0.00, 0.79] (1)", ""]
+    steps = band_wide(table, ["a", "b"], ["g"], steps_cell)
     assert steps.iloc[0].tolist() == ["a", "1.0 ± 1.0 (2)", "1.0 (1)", "0.0 (1)"]
     assert steps.iloc[1, 2] == "– (0)"
     assert is_png(band_figure(table, ["a", "b"], ["g"]))
@@ -103,5 +119,5 @@ def test_single_step_bands_and_graph_column(spark):
     counts = band_counts(plays(spark, ROWS), ((2, 2), (4, 4)))
     assert band_name((2, 2)) == "2"
     assert dict(zip(counts.band[counts.label == "a"], counts.games[counts.label == "a"])) == {"2": 2, "4": 2, OTHER: 2}
-    wide = band_wide(band_table(counts), ["a"], ["g", "h"], "success_rate", "success_rate_sd", 2)
+    wide = band_wide(band_table(counts), ["a"], ["g", "h"], success_cell)
     assert list(wide.columns[:2]) == ["agent", "graph"] and wide.graph.tolist() == ["g"]

@@ -73,14 +73,22 @@ def band_order(table: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(table[BAND]))
 
 
-def band_wide(table: pd.DataFrame, labels: list[str], graphs: list[str], value: str, error: str, digits: int):
-    """Agents (and graphs) as rows, bands as columns, cells ``value ± error (n games)``."""
+def success_cell(r) -> str:
+    """``p ± σ [Wilson 95 %] (games)``, as Table 4 with the band's games."""
+    interval = tables.format_interval(r["wilson_low"], r["wilson_high"])
+    return f"{tables.format_pm(r['success_rate'], r['success_rate_sd'])} {interval} ({r[tables.GAMES]})"
+
+
+def steps_cell(r) -> str:
+    """``mean ± SE (successful games)``, as Table 5."""
+    pm = tables.format_pm(r["steps_above_optimal_mean"], r["steps_above_optimal_se"], 1)
+    return f"{pm} ({r[tables.SUCCESSES]})"
+
+
+def band_wide(table: pd.DataFrame, labels: list[str], graphs: list[str], cell) -> pd.DataFrame:
+    """Agents (and graphs) as rows, bands as columns, each cell ``cell(row)`` of the band table."""
     bands = band_order(table)
-    n_col = tables.GAMES if value == "success_rate" else tables.SUCCESSES
-    cells = {
-        (r[tables.LABEL], r[tables.GRAPH], r[BAND]): f"{tables.format_pm(r[value], r[error], digits)} ({r[n_col]})"
-        for _, r in table.iterrows()
-    }
+    cells = {(r[tables.LABEL], r[tables.GRAPH], r[BAND]): cell(r) for _, r in table.iterrows()}
     rows = []
     for label in labels:
         for graph in graphs:
@@ -143,10 +151,13 @@ def render(doc, table: pd.DataFrame, labels: list[str], graphs: list[str]) -> No
         "Games grouped by their optimal steps (LLM-WikiRace: easy 3–4, medium 5–6, hard 7–8; "
         f"`{OTHER}`: in no band; the paper's own games fall mostly in 2–4)."
     )
-    doc.para("Success rate per band ± one standard deviation √(p(1−p)/n) (games in the band).")
-    doc.table(band_wide(table, labels, graphs, "success_rate", "success_rate_sd", 2))
+    doc.para(
+        "Success rate per band ± one standard deviation √(p(1−p)/n), in brackets the 95 % Wilson interval, "
+        "in parentheses the games in the band."
+    )
+    doc.table(band_wide(table, labels, graphs, success_cell))
     doc.para("Steps above optimal per band, successful games only: mean ± standard error (successful games).")
-    doc.table(band_wide(table, labels, graphs, "steps_above_optimal_mean", "steps_above_optimal_se", 1))
+    doc.table(band_wide(table, labels, graphs, steps_cell))
     doc.figure(
         "bands_success_steps",
         band_figure(table, labels, graphs),
