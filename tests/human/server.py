@@ -111,7 +111,7 @@ def shortest_path(adj: dict, source: int, target: int) -> list[int]:
     return path[::-1]
 
 
-def chromium():
+def chromium(javascript: bool = True):
     """Headless Chromium from Debian's packages through its chromedriver (no download)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -122,4 +122,6 @@ def chromium():
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,960"):
         opts.add_argument(arg)
+    if not javascript:
+        opts.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)

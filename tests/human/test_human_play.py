@@ -324,10 +324,22 @@ def test_time_limit_is_enforced_by_the_server(ltg, driver, tmp_path, env, spark)
         assert text(driver, "outcome") == "time_limit"
         status, body = post(driver.current_url + "/move", {"step": 1, "node": path[1]})
         assert status == 409 and "limit ran out" in body
+        # JavaScript off: links still move, and the page refreshes itself once the time is up
+        plain = chromium(javascript=False)
+        try:
+            start_playing(plain, srv, "Fay")
+            assert plain.find_elements(By.CSS_SELECTOR, "noscript > meta")  # parsed as markup: scripting is off
+            click(plain, path[1])
+            assert text(plain, "steps") == "1"
+            WebDriverWait(plain, 15).until(EC.presence_of_element_located((By.ID, "outcome")))
+            assert text(plain, "outcome") == "time_limit"
+        finally:
+            plain.quit()
     finally:
         assert srv.stop(signal.SIGINT) == 0, srv.log()  # Ctrl-C finishes the run too
     plays = spark.read.schema(PLAYS).parquet(f"{ltg['graph']}/plays/hurried/part-*/plays").toPandas()
-    assert list(plays.outcome) == ["time_limit"] and plays.seconds[0] == 3.0 and plays.steps[0] == 0
+    got = sorted(zip(plays.model, plays.outcome, plays.steps, plays.seconds))
+    assert got == [("Eve", "time_limit", 0, 3.0), ("Fay", "time_limit", 1, 3.0)]
 
 
 def test_markup_titles_and_names_are_text(tmp_path, driver, env, spark):
