@@ -125,3 +125,16 @@ def test_output_checks_on_relative_paths(tmp_path, monkeypatch):
     (tmp_path / "out").write_text("a file")
     with pytest.raises(preflight.PreflightError, match=f"{tmp_path / 'out'} is a file, not a folder"):
         preflight.check_output("out/report/x", overwrite=False)
+
+
+def test_a_replaced_output_is_swapped_in_whole(spark, tmp_path):
+    """The older output stays readable until the new one is complete; nothing staged is left over."""
+    out = str(tmp_path / "out")
+    os.makedirs(out)
+    with open(f"{out}/old", "w") as f:
+        f.write("old")
+    with io.staged_output(spark, out, overwrite=True) as staging:
+        assert os.path.basename(staging).startswith(".out._staging-")  # hidden from part-* globs
+        io.write_text(spark, f"{staging}/new", "new")
+        assert os.listdir(out) == ["old"]  # readers still see the older output, whole
+    assert [n for n in os.listdir(out) if not n.endswith(".crc")] == ["new"] and os.listdir(tmp_path) == ["out"]
