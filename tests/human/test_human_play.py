@@ -188,6 +188,7 @@ def test_crafted_moves_are_refused_and_change_nothing(ltg, server, driver):
         assert got == status, (target, fields, body)
         assert message in body
     assert get(server.url("/player/Cai/game/5"))[0] == 409  # games come in order
+    assert get(url + "/move")[0] == 405  # a move is a POST
     assert len(journal_events(ltg)) == before
     driver.refresh()
     assert text(driver, "steps") == "0" and text(driver, "current-title") == ltg["title"][path[0]]

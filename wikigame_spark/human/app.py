@@ -16,6 +16,7 @@ import urllib.parse
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -118,6 +119,11 @@ def create_app(arena: Arena, title: str = "Wikipedia Game") -> Starlette:
                 back = None
         return page(request, "error.html", exc.status, message=exc.message, back=back)
 
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        response = page(request, "error.html", exc.status_code, message=exc.detail, back=None)
+        response.headers.update(exc.headers or {})  # e.g. a 405's Allow
+        return response
+
     routes = [
         Route("/", index),
         Route("/start", start, methods=["POST"]),
@@ -126,4 +132,4 @@ def create_app(arena: Arena, title: str = "Wikipedia Game") -> Starlette:
         Route("/player/{name}/game/{gid}/move", move, methods=["POST"]),
         Route("/player/{name}/game/{gid}/give-up", give_up, methods=["POST"]),
     ]
-    return Starlette(routes=routes, exception_handlers={Refused: refused})
+    return Starlette(routes=routes, exception_handlers={Refused: refused, HTTPException: http_error})
