@@ -1,0 +1,149 @@
+"""What the two end-to-end tests share: the jobs run as a user runs them, one experiment across both
+graph sources, the OpenAlex graph built once per session, and the checks of a play run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pyarrow.parquet as pq
+
+from jobs import build_openalex, graph_stats, play_games, report, sample_games
+from tests.ingest.openalexgen import TEMPLATE_2025, Spec, generate
+
+EXPERIMENT = "end-to-end"
+FIELD = "Decision Sciences"  # the real 2025 record's field: it becomes a node of this graph
+OPENALEX_SLUG = "decision-sciences"
+REAL_WORK = "W2741809807"
+CAP = 48  # completion tokens per LLM request in these tests
+AGENT_OUTCOMES = {"success", "step_limit", "dead_end"}
+LLM_OUTCOMES = AGENT_OUTCOMES | {"hallucination", "bad_request", "no_response"}
+
+
+def session_dir(tmp_path_factory, name: str) -> str:
+    """A folder shared by every test module of the session (built once, read by both tests)."""
+    path = tmp_path_factory.getbasetemp() / name
+    path.mkdir(exist_ok=True)
+    return str(path)
+
+
+def tracking_uri(tmp_path_factory) -> str:
+    """One MLflow store for both tests, so that each report sees the runs of both sources."""
+    return f"sqlite:///{session_dir(tmp_path_factory, 'e2e-mlflow')}/mlflow.db"
+
+
+def openalex_snapshot(root: str) -> str:
+    """Works in the real 2025 schema, generated from the real record, plus that record itself as a
+    part file of its own partition, under one manifest: the layout of the public bucket."""
+    real = os.path.join(root, "real-part.gz")
+    with open(TEMPLATE_2025, encoding="utf-8") as f, gzip.open(real, "wt", encoding="utf-8") as out:
+        out.write(json.dumps(json.load(f)) + "\n")
+    spec = Spec(
+        works=500,
+        seed=17,
+        fields=(FIELD, "Medicine"),
+        field_weights=(0.7, 0.3),
+        p_internal_ref=0.8,
+        extra_files=(("2025-08-01", real),),
+    )
+    return generate(os.path.join(root, "snapshot"), spec).root
+
+
+def openalex_graph(tmp_path_factory) -> str:
+    """The Decision Sciences graph of the generated snapshot, built by the job once per session."""
+    root = session_dir(tmp_path_factory, "e2e-openalex")
+    out = os.path.join(root, "graphs")
+    graph = os.path.join(out, OPENALEX_SLUG)
+    if not os.path.exists(os.path.join(graph, "manifest.json")):
+        argv = ["--input", openalex_snapshot(root), "--field", FIELD, "--field", "Medicine", "--output", out]
+        assert build_openalex.main([*argv, "--language", "en"]) == 0
+    return graph
+
+
+def stats(graph: str, out: str) -> dict:
+    assert graph_stats.main(["--graph", graph, "--output", out, "--pairs", "200", "--experiment", EXPERIMENT]) == 0
+    with open(os.path.join(out, "stats.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def games(graph: str, out: str, n: int, *extra: str) -> tuple[list[dict], dict]:
+    argv = ["--graph", graph, "--games", str(n), "--seed", "3", "--output", out, "--experiment", EXPERIMENT]
+    assert sample_games.main([*argv, *extra]) == 0
+    with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
+        return pq.read_table(os.path.join(out, "games")).to_pylist(), json.load(f)
+
+
+def play(graph: str, games_dir: str, agent: str, out: str, run_name: str, *extra: str) -> list[dict]:
+    argv = ["--graph", graph, "--games-dir", games_dir, "--agent", agent, "--output", out]
+    argv += ["--experiment", EXPERIMENT, "--run-name", run_name, "--overwrite", *extra]
+    assert play_games.main(argv) == 0
+    with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
+        assert json.load(f)["run_name"] == run_name
+    return _plays(out)
+
+
+def _plays(out: str) -> list[dict]:
+    parts = sorted(p for p in os.listdir(out) if p.startswith("part-"))
+    return [row for p in parts for row in pq.read_table(os.path.join(out, p, "plays")).to_pylist()]
+
+
+def llm_args(server) -> list[str]:
+    """A short LLM run: few titles, one follow-up, small replies (the base model does not stop)."""
+    return [
+        "--model",
+        server.model,
+        "--base-url",
+        server.base_url,
+        "--max-steps",
+        "2",
+        "--max-titles",
+        "25",
+        "--max-retries",
+        "1",
+        "--max-tokens",
+        str(CAP),
+        "--concurrency",
+        "1",
+        "--timeout",
+        "300",
+    ]
+
+
+def check_plays(plays: list[dict], games_list: list[dict], agent: str) -> None:
+    """Every game played once, routes that start at the source, outcomes the agent can have."""
+    assert sorted(p["game_id"] for p in plays) == sorted(g["game_id"] for g in games_list)
+    by_id = {g["game_id"]: g for g in games_list}
+    for p in plays:
+        g = by_id[p["game_id"]]
+        assert p["route"][0] == g["source"] and p["target"] == g["target"]
+        assert p["optimal_steps"] == g["optimal_steps"] and p["steps"] == len(p["route"]) - 1
+        assert p["outcome"] in (LLM_OUTCOMES if agent == "llm" else AGENT_OUTCOMES)
+        if p["outcome"] == "success":
+            assert p["route"][-1] == g["target"] and p["steps"] >= p["optimal_steps"]
+        if agent == "llm":  # real requests, replies bounded by the cap
+            assert p["queries"] >= 1 and p["prompt_tokens"] > 0
+            assert 0 < p["completion_tokens"] <= CAP * p["queries"]
+        else:
+            assert p["queries"] == 0
+
+
+def run_report(out: str) -> tuple[str, dict]:
+    assert report.main(["--experiment", EXPERIMENT, "--output", out, "--overwrite"]) == 0
+    with open(os.path.join(out, "report.md"), encoding="utf-8") as f, open(os.path.join(out, "report.json")) as j:
+        return f.read(), json.load(j)
+
+
+def check_report(md: str, summary: dict, graphs: set[str], run_names: set[str]) -> None:
+    """Both graphs named, Fig 4 across them, the base model's runs as plumbing checks only, and
+    the inputs of every run listed."""
+    named = {row["graph"] for row in summary["success"]}
+    assert graphs <= named, named
+    assert "figures/fig4_success_across_graphs.png" in summary["figures"]
+    assert all(g in md for g in graphs)
+    plumbing = summary["plumbing_outcome_counts"]
+    assert plumbing and all("plumbing check" in row["agent"] for row in plumbing)
+    assert not any("plumbing" in row["label"] for row in summary["success"])  # no success rate for them
+    assert "Plumbing checks (base models)" in md
+    inputs = {row["run_name"]: row for row in summary["run_inputs"]}
+    assert run_names <= set(inputs), sorted(inputs)

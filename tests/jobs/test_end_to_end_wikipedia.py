@@ -1,0 +1,81 @@
+"""End to end on the complete Latgalian Wikipedia, as a user runs it: build_wikipedia → graph_stats →
+sample_games → play_games (embedding, TF-IDF, random, and the LLM agent against the local llama.cpp
+server) → report. A random run on the OpenAlex graph shares the experiment, so the report compares
+two graphs (Fig 4)."""
+
+import json
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.jobs import end_to_end as e2e
+from wikigame_spark.agents.local_server import LlamaServer
+
+GAMES = 6
+LLM_GAMES = 2
+
+
+@pytest.fixture(scope="module")
+def tracking(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", e2e.tracking_uri(tmp_path_factory))
+        yield
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    with LlamaServer(log_path=str(tmp_path_factory.mktemp("llama") / "server.log")) as server:
+        yield server
+
+
+def test_latgalian_wikipedia_through_every_stage(ltg_graph, tracking, llama, tmp_path, tmp_path_factory):
+    # build: the session's graph is jobs/build_wikipedia.py's output on the real dump
+    with open(os.path.join(ltg_graph, "manifest.json"), encoding="utf-8") as f:
+        built = json.load(f)
+    assert built["kind"] == "wikipedia-graph" and built["counts"]["nodes"] == 903
+    nodes = pq.read_table(os.path.join(ltg_graph, "nodes"))
+    assert nodes.column_names == ["id", "page_id", "title", "summary"] and nodes.num_rows == 903
+
+    stats = e2e.stats(ltg_graph, str(tmp_path / "stats"))
+    assert stats["table1"]["nodes"] == 903 and stats["table1"]["edges"] == built["counts"]["edges"]
+    assert 0 < stats["reachability"]["fraction_reachable"] <= 1
+
+    games, manifest = e2e.games(ltg_graph, str(tmp_path / "games"), GAMES)
+    assert len(games) == manifest["games"] == GAMES and all(g["optimal_steps"] >= 1 for g in games)
+    assert manifest["draws"] == GAMES + manifest["discarded"]
+    assert manifest["graph"]["nodes"] == 903 and len(manifest["graph"]["manifest_sha1"]) == 40
+
+    games_dir = str(tmp_path / "games")
+    runs = set()
+    for agent in ("embedding", "tfidf", "random"):
+        name = f"e2e-wikipedia-{agent}"
+        plays = e2e.play(ltg_graph, games_dir, agent, str(tmp_path / "plays" / agent), name)
+        e2e.check_plays(plays, games, agent)
+        runs.add(name)
+    plays = e2e.play(
+        ltg_graph,
+        games_dir,
+        "llm",
+        str(tmp_path / "plays" / "llm"),
+        "e2e-wikipedia-llm",
+        "--games",
+        str(LLM_GAMES),
+        *e2e.llm_args(llama),
+    )
+    e2e.check_plays(plays, sorted(games, key=lambda g: g["game_id"])[:LLM_GAMES], "llm")
+    runs.add("e2e-wikipedia-llm")
+    assert "fallback chat format" not in open(llama.log_path, encoding="utf-8", errors="replace").read().lower()
+
+    # the other source in the same experiment: the report then has two graphs to compare
+    openalex = e2e.openalex_graph(tmp_path_factory)
+    oa_games, _ = e2e.games(openalex, str(tmp_path / "oa-games"), 4, "--target-language", "en")
+    oa_plays = e2e.play(openalex, str(tmp_path / "oa-games"), "random", str(tmp_path / "oa-random"), "e2e-w-oa-random")
+    e2e.check_plays(oa_plays, oa_games, "random")
+    runs.add("e2e-w-oa-random")
+
+    md, summary = e2e.run_report(str(tmp_path / "report"))
+    e2e.check_report(md, summary, {"ltgwiki", e2e.FIELD}, runs)
+    for name in ("random", "embedding: all-MiniLM-L6-v2", "tfidf"):
+        row = next(r for r in summary["success"] if r["label"] == name and r["graph"] == "ltgwiki")
+        assert row["games"] >= GAMES and 0 <= row["wilson_low"] <= row["success_rate"] <= row["wilson_high"] <= 1
