@@ -1,0 +1,106 @@
+"""The local servers speak Gemma's own turn format, stop at a turn's end, cap replies, and (native
+engine) stop generating for a client that hung up. Real servers on 127.0.0.1, the real GGUF."""
+
+import json
+import os
+import time
+import urllib.request
+
+import openai
+import pytest
+
+from wikigame_spark.agents import prompts
+from wikigame_spark.agents.llm import MAX_TOKENS, REASONING_MAX_TOKENS, LlmAgent, ReasoningAgent
+from wikigame_spark.agents.llm_client import ChatClient
+from wikigame_spark.agents.local_server import NATIVE, PYTHON, SERVER_MAX_TOKENS, LlamaServer, gguf_path
+
+MESSAGES = prompts.first_messages("Rēzne", "Rēzne is a town in Latgale.", ["Latgola", "Daugpiļs", "Rēzne"])
+CAP = 24
+
+EXPECTED = (
+    "<start_of_turn>user\n"
+    f"{prompts.SYSTEM}\n\n{prompts.INTRO}<end_of_turn>\n"
+    f"<start_of_turn>model\n{prompts.INTRO_REPLY}<end_of_turn>\n"
+    f"<start_of_turn>user\n{MESSAGES[3]['content']}<end_of_turn>\n"
+    f"<start_of_turn>model\n{prompts.ASK_REPLY}<end_of_turn>\n"
+    f"<start_of_turn>user\n{MESSAGES[5]['content']}<end_of_turn>\n"
+    "<start_of_turn>model\n"
+)
+
+
+def native_available() -> bool:
+    try:
+        from wikigame_spark.agents.local_server import native_binary
+
+        native_binary()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_gemma_prompt_is_gemmas_turn_format():
+    assert prompts.gemma_prompt(MESSAGES) == EXPECTED
+
+
+def test_agents_have_a_default_completion_cap():
+    assert LlmAgent.default_max_tokens == MAX_TOKENS == 200
+    assert ReasoningAgent.default_max_tokens == REASONING_MAX_TOKENS > MAX_TOKENS
+    assert SERVER_MAX_TOKENS >= REASONING_MAX_TOKENS
+
+
+def prompt_tokens(text: str) -> int:
+    """Tokens of a rendered prompt, by the model's own tokenizer (BOS added, special tokens parsed)."""
+    from llama_cpp import Llama
+
+    vocab = Llama(model_path=gguf_path(), vocab_only=True, verbose=False)
+    return len(vocab.tokenize(text.encode("utf-8"), add_bos=True, special=True))
+
+
+@pytest.mark.parametrize("engine", [PYTHON, NATIVE])
+def test_server_renders_gemma_turns_and_caps_replies(engine, tmp_path):
+    if engine == NATIVE and not native_available():
+        pytest.skip("llama-server not built (make llama-server; `make test` builds it)")
+    log = str(tmp_path / "server.log")
+    with LlamaServer(engine=engine, n_ctx=2048, log_path=log) as server:
+        client = ChatClient(server.model, base_url=server.base_url, max_tokens=CAP, timeout=300)
+        reply = client.chat(MESSAGES)
+        if engine == NATIVE:  # the server's own rendering of the conversation
+            request = urllib.request.Request(
+                server.base_url.removesuffix("/v1") + "/apply-template",
+                data=json.dumps({"messages": MESSAGES}).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=30) as r:
+                assert json.load(r)["prompt"] == EXPECTED
+    # the server tokenised exactly Gemma's turns: the same count as the rendered prompt
+    assert reply.prompt_tokens == prompt_tokens(EXPECTED)
+    assert 0 < reply.completion_tokens <= CAP
+    assert "fallback chat format" not in open(log, encoding="utf-8", errors="replace").read().lower()
+
+
+def slots(base_url: str) -> list[dict]:
+    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/slots", timeout=10) as r:
+        return json.load(r)
+
+
+def test_native_server_stops_a_request_its_client_abandoned(tmp_path):
+    """A client that times out leaves no generation running for nobody: the slot is freed long
+    before the reply's cap (the base model never ends its turn, so only the hang-up stops it)."""
+    if not native_available():
+        pytest.skip("llama-server not built (make llama-server; `make test` builds it)")
+    with LlamaServer(engine=NATIVE, n_ctx=4096, log_path=str(tmp_path / "server.log")) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", timeout=3, max_retries=0)
+        with pytest.raises(openai.APITimeoutError):
+            client.chat.completions.create(model=server.model, messages=MESSAGES, max_tokens=SERVER_MAX_TOKENS)
+        decoded = None
+        for _ in range(600):  # bounded wait for the slot to go idle
+            state = slots(server.base_url)[0]
+            if not state["is_processing"]:
+                decoded = state["next_token"][0]["n_decoded"]
+                break
+            time.sleep(0.1)
+        assert decoded is not None, "the slot kept generating for a client that had gone"
+        assert decoded < SERVER_MAX_TOKENS
+        assert state["prompt"].endswith(EXPECTED)  # the slot's prompt: Gemma's turns after <bos>
+        log = open(os.path.join(tmp_path, "server.log"), encoding="utf-8", errors="replace").read()
+        assert "cancel" in log.lower()
