@@ -1,23 +1,28 @@
-"""Benchmark: exact game sampling on a generated scale-free directed graph (1 M nodes, ~40 M edges).
+"""Benchmark: exact game sampling on generated scale-free directed graphs, every distance method.
 
-    python bench/bench_sampling.py [--nodes 1000000] [--edges 40000000] [--games 10000]
-        [--distributed-games 200] [--distributed-full] [--python-pairs 5] [--out out/bench]
+    python bench/bench_sampling.py [--sizes 100000:1000000,1000000:34000000] [--games 10000]
+        [--distributed-games 500] [--methods graphframes,pregel,shortest-paths,components,python]
+        [--out out/bench]
 
-The graph (power-law in- and out-degrees, mean out-degree 40 like English Wikipedia, 8 % of nodes
-without in-links, 0.5 % without out-links, 0.1 % isolated) is generated with numpy and written once
-to ``OUT/scalefree-…/`` in the graph contract. Each method then runs in its own process so that its
-peak memory (the process tree: Python plus Spark's JVM) is its own:
+Each graph (power-law in- and out-degrees, 8 % of nodes without in-links, 0.5 % without out-links,
+0.1 % isolated) is generated with numpy and written once to ``OUT/scalefree-N-M/`` in the graph
+contract. Every step runs in its own process, so that its peak memory (the process tree: Python
+plus Spark's JVM) is its own:
 
-- ``local``: ``sample_games`` with the single-node method (CSR arrays, bidirectional BFS);
-- ``distributed``: ``sample_games`` with the DataFrame BFS, on fewer games and, unless
-  ``--distributed-full``, on a graph 10x smaller from the same generator (on 2 cores the full graph
-  takes ~25 minutes: its fixed preparation alone, degrees, components and adjacency, ~14);
-- ``python``: a per-pair breadth-first search in plain Python (dict/deque adjacency lists, stop at
-  the target), the way the paper's code computes an optimal length, on a subsample of the games;
-- GraphFrames' ``bfs`` / ``shortestPaths`` when its JVM library is on the classpath.
+- ``local``: ``sample_games`` with the single-node method (CSR arrays, SCC reachability,
+  bidirectional BFS), ``--games`` games;
+- ``graphframes``: ``sample_games`` with the GraphFrames method (degrees and SCCs by GraphFrames,
+  searches by the DataFrame BFS of ``wikigame_spark.graph.bfs``), ``--distributed-games`` games: the
+  same draws as the local run's first games;
+- ``pregel``: the same with the searches done by the candidate in ``bench/pregel_bfs.py``
+  (bidirectional, bit-parallel, on GraphFrames' Pregel);
+- ``shortest-paths``: GraphFrames' ``shortestPaths`` with a batch of the games' targets as landmarks;
+- ``components``: GraphFrames' strongly and weakly connected components, timed;
+- ``python``: a per-pair breadth-first search in plain Python, the paper's way, on a few games.
 
-Distances of every method are checked against the local method's on the pairs they share.
-Results go to stdout and ``OUT/bench_sampling.json``.
+Games of every method are compared with the local method's; pairs/s count the draws a method
+resolved exactly (decided unreachable, or searched) per second of its search phase. Results go to
+stdout and ``OUT/bench_sampling.json``.
 """
 
 from __future__ import annotations
@@ -146,17 +151,25 @@ def run_measured(args: list[str]) -> dict:
 def _session():
     from wikigame_spark.session import build_session
 
-    return build_session("bench_sampling", conf={"spark.ui.showConsoleProgress": "false"})
+    memory = os.environ.get("BENCH_DRIVER_MEMORY", "4g")
+    return build_session(
+        "bench_sampling", conf={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": memory}
+    )
 
 
 def step_sample(graph: str, method: str, games: int, games_out: str) -> dict:
     from wikigame_spark.config import SampleGamesConfig
-    from wikigame_spark.graph.frame import graphframes_available, read_graph
+    from wikigame_spark.graph import distances
+    from wikigame_spark.graph.frame import read_graph
     from wikigame_spark.graph.sampling import sample_games
 
     spark = _session()
+    if method == "pregel":
+        from bench.pregel_bfs import PregelSearch
+
+        distances.DataFrameSearch = PregelSearch
     g = read_graph(spark, graph)
-    cfg = SampleGamesConfig(graph=graph, games=games, seed=1, method=method, local_max_edges=10**12)
+    cfg = SampleGamesConfig(graph=graph, games=games, seed=1, method="local" if method == "local" else "graphframes")
     t0 = time.perf_counter()
     sampled = sample_games(g.nodes, g.edges, cfg)
     rows = sampled.games.toPandas()
@@ -169,15 +182,55 @@ def step_sample(graph: str, method: str, games: int, games_out: str) -> dict:
         "games": c["games"],
         "draws": c["draws"],
         "resolved_draws": c["resolved_draws"],
+        "searched": c["searched"],
+        "share_decided_by_reachability": round(c["decided_by_reachability"] / c["draws"], 4),
         "discarded_by": c["discarded_by"],
         "optimal_steps": c["optimal_steps"],
         "prepare_s": round(sampled.timings["prepare"], 1),
         "search_s": round(search, 1),
         "total_s": round(total, 1),
-        "exact_pairs_per_s_search": round(c["resolved_draws"] / search, 1),
-        "games_per_s_search": round(c["games"] / search, 1),
-        "games_per_s_total": round(c["games"] / total, 1),
-        "graphframes_jvm": graphframes_available(spark),
+        "exact_pairs_per_s_search": round(c["resolved_draws"] / search, 2),
+        "games_per_s_total": round(c["games"] / total, 2),
+    }
+
+
+def step_components(graph: str) -> dict:
+    from wikigame_spark.graph import frame
+
+    spark = _session()
+    g = frame.read_graph(spark, graph)
+    out = {"method": "components"}
+    for name, find in (("scc", frame.strong_components), ("wcc", frame.weak_components)):
+        t0 = time.perf_counter()
+        sizes = frame.component_sizes(find(g.nodes, g.edges)).collect()
+        out.update({f"{name}_s": round(time.perf_counter() - t0, 1), f"{name}_count": len(sizes)})
+        out[f"largest_{name}"] = int(sizes[0]["size"])
+    return out
+
+
+def step_shortest_paths(graph: str, games_in: str, pairs: int) -> dict:
+    """GraphFrames' shortestPaths from every vertex to a batch of the games' targets (landmarks)."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from wikigame_spark.graph import frame
+
+    spark = _session()
+    g = frame.read_graph(spark, graph)
+    games = pd.read_parquet(games_in).head(pairs)
+    t0 = time.perf_counter()
+    sp = frame.graphframe(g.nodes, g.edges).shortestPaths(landmarks=[int(t) for t in games["target"]])
+    wanted = [int(s) for s in games["source"]]
+    rows = sp.filter(F.col("id").isin(wanted)).select("id", F.explode("distances")).collect()
+    elapsed = time.perf_counter() - t0
+    found = {(r[0], r[1]): r[2] for r in rows}
+    got = [found.get((int(s), int(t)), -1) for s, t in zip(games["source"], games["target"])]
+    return {
+        "method": "shortest-paths",
+        "pairs": len(games),
+        "search_s": round(elapsed, 1),
+        "exact_pairs_per_s_search": round(len(games) / elapsed, 2),
+        "agrees_with_local": got == games["optimal_steps"].tolist(),
     }
 
 
@@ -215,156 +268,99 @@ def step_python(graph: str, games_in: str, pairs: int) -> dict:
     t1 = time.perf_counter()
     found = [bfs(int(s), int(t)) for s, t in zip(games["source"], games["target"])]
     search = time.perf_counter() - t1
-    agree = bool(np.array_equal(np.array(found), games["optimal_steps"].to_numpy()))
     return {
         "method": "python_per_pair_bfs",
         "pairs": len(found),
         "build_s": round(build, 1),
         "search_s": round(search, 1),
         "pairs_per_s": round(len(found) / search, 2),
-        "agrees_with_local": agree,
+        "agrees_with_local": bool(np.array_equal(np.array(found), games["optimal_steps"].to_numpy())),
     }
 
 
-def step_graphframes(graph: str, games_in: str, pairs: int) -> dict:
-    """GraphFrames' bfs and shortestPaths, when its JVM library is on the classpath."""
+def same_games(reference: str, other: str) -> bool:
+    """Whether ``other``'s games are the first games of ``reference`` (same seed, same draws)."""
     import pandas as pd
 
-    from wikigame_spark.graph import frame
-
-    spark = _session()
-    if not frame.graphframes_available(spark):
-        return {
-            "method": "graphframes",
-            "measured": False,
-            "reason": f"{frame.GRAPHFRAME_CLASS} is not on Spark's classpath: the io.graphframes "
-            "graphframes-spark4_2.13 jar could not be fetched from the Maven repository reachable here",
-        }
-    g = frame.read_graph(spark, graph)
-    games = pd.read_parquet(games_in).head(pairs)
-    t0 = time.perf_counter()
-    got = [
-        frame.graphframes_bfs_length(g.nodes, g.edges, int(s), int(t), int(d) + 1)
-        for s, t, d in zip(games["source"], games["target"], games["optimal_steps"])
-    ]
-    bfs_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    landmarks = [int(t) for t in games["target"]]
-    sp = frame.graphframes_shortest_paths(g.nodes, g.edges, landmarks).toPandas()
-    sp_s = time.perf_counter() - t1
-    lookup = {(int(r.id), int(r.landmark)): int(r.distance) for r in sp.itertuples()}
-    sp_got = [lookup.get((int(s), int(t)), -1) for s, t in zip(games["source"], games["target"])]
-    want = games["optimal_steps"].tolist()
-    return {
-        "method": "graphframes",
-        "measured": True,
-        "pairs": len(games),
-        "bfs_pairs_per_s": round(len(games) / bfs_s, 3),
-        "shortest_paths_pairs_per_s": round(len(games) / sp_s, 3),
-        "bfs_agrees": got == want,
-        "shortest_paths_agrees": sp_got == want,
-    }
+    a, b = pd.read_parquet(reference), pd.read_parquet(other)
+    return bool(a.head(len(b)).equals(b))
 
 
-def compare(games_a: str, games_b: str) -> dict:
-    """Distributed vs local: the distributed games must be the first games of the local run."""
-    import pandas as pd
-
-    a = pd.read_parquet(games_a)
-    b = pd.read_parquet(games_b)
-    return {"distributed_games_identical_to_local_prefix": bool(a.head(len(b)).equals(b))}
+def bench_size(out: str, n: int, m: int, a: argparse.Namespace) -> dict:
+    """Every method on one generated graph."""
+    graph = os.path.join(out, f"scalefree-{n}-{m}")
+    report: dict = {"graph": graph}
+    if not os.path.exists(f"{graph}/manifest.json"):
+        t = time.perf_counter()
+        generate(graph, n, m)
+        report["generate_s"] = round(time.perf_counter() - t, 1)
+    games = {k: os.path.join(out, f"games-{n}-{m}-{k}.parquet") for k in ("local", "graphframes", "pregel")}
+    sample = ["--graph", graph, "--step", "sample"]
+    report["local"] = run_measured(
+        [*sample, "--method", "local", "--games", str(a.games), "--games-file", games["local"]]
+    )
+    print(json.dumps(report["local"]), flush=True)
+    for method in a.methods.split(","):
+        if method in ("graphframes", "pregel"):
+            args = [*sample, "--method", method, "--games", str(a.distributed_games), "--games-file", games[method]]
+            report[method] = run_measured(args)
+            report[method]["games_identical_to_local"] = same_games(games["local"], games[method])
+        elif method == "components":
+            report[method] = run_measured(["--graph", graph, "--step", method])
+        else:
+            pairs = a.landmarks if method == "shortest-paths" else a.python_pairs
+            args = ["--graph", graph, "--step", method, "--games-file", games["local"], "--pairs", str(pairs)]
+            report[method] = run_measured(args)
+        print(json.dumps(report[method]), flush=True)
+    if "graphframes" in report and "pregel" in report:
+        ratio = report["pregel"]["exact_pairs_per_s_search"] / report["graphframes"]["exact_pairs_per_s_search"]
+        report["pregel_over_dataframe_bfs"] = round(ratio, 2)
+    return report
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nodes", type=int, default=1_000_000)
-    p.add_argument("--edges", type=int, default=40_000_000)
+    p.add_argument("--sizes", default="100000:1000000,1000000:34000000", help="NODES:EDGES,…")
+    p.add_argument("--methods", default="graphframes,pregel,shortest-paths,components,python")
     p.add_argument("--games", type=int, default=10_000)
-    p.add_argument("--distributed-games", type=int, default=200)
+    p.add_argument("--distributed-games", type=int, default=500)
+    p.add_argument("--landmarks", type=int, default=64, help="shortest-paths: games whose targets are landmarks")
     p.add_argument("--python-pairs", type=int, default=5)
-    p.add_argument("--graphframes-pairs", type=int, default=5)
-    p.add_argument("--distributed-full", action="store_true", help="distributed method on the full graph too")
     p.add_argument("--out", default=os.path.join(ROOT, "out", "bench"))
     p.add_argument("--step", help=argparse.SUPPRESS)
     p.add_argument("--graph", help=argparse.SUPPRESS)
     p.add_argument("--method", help=argparse.SUPPRESS)
     p.add_argument("--games-file", help=argparse.SUPPRESS)
+    p.add_argument("--pairs", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
 
-    if a.step == "sample":
-        print(json.dumps(step_sample(a.graph, a.method, a.games, a.games_file)))
+    steps = {
+        "sample": lambda: step_sample(a.graph, a.method, a.games, a.games_file),
+        "components": lambda: step_components(a.graph),
+        "shortest-paths": lambda: step_shortest_paths(a.graph, a.games_file, a.pairs),
+        "python": lambda: step_python(a.graph, a.games_file, a.pairs),
+    }
+    if a.step:
+        print(json.dumps(steps[a.step]()))
         return
-    if a.step == "python":
-        print(json.dumps(step_python(a.graph, a.games_file, a.python_pairs)))
-        return
-    if a.step == "graphframes":
-        print(json.dumps(step_graphframes(a.graph, a.games_file, a.graphframes_pairs)))
-        return
-
-    graph = os.path.join(a.out, f"scalefree-{a.nodes}-{a.edges}")
-    report: dict = {"graph": graph, "cores": os.cpu_count()}
-    if not os.path.exists(f"{graph}/manifest.json"):
-        t = time.perf_counter()
-        generate(graph, a.nodes, a.edges)
-        report["generate_s"] = round(time.perf_counter() - t, 1)
-    with open(f"{graph}/manifest.json") as f:
-        report["graph_counts"] = json.load(f)["counts"]
-    local_games = os.path.join(a.out, "games-local.parquet")
-    dist_games = os.path.join(a.out, "games-distributed.parquet")
-    common = ["--graph", graph, "--step", "sample"]
-    report["local"] = run_measured([*common, "--method", "local", "--games", str(a.games), "--games-file", local_games])
-    print(json.dumps(report["local"]), flush=True)
-    report["python"] = run_measured(
-        ["--graph", graph, "--step", "python", "--games-file", local_games, "--python-pairs", str(a.python_pairs)]
-    )
-    print(json.dumps(report["python"]), flush=True)
-    report["graphframes"] = run_measured(
-        [
-            "--graph",
-            graph,
-            "--step",
-            "graphframes",
-            "--games-file",
-            local_games,
-            "--graphframes-pairs",
-            str(a.graphframes_pairs),
+    os.makedirs(a.out, exist_ok=True)
+    report: dict = {"cores": os.cpu_count(), "sizes": {}}
+    for size in a.sizes.split(","):
+        n, m = (int(x) for x in size.split(":"))
+        report["sizes"][size] = r = bench_size(a.out, n, m, a)
+        with open(os.path.join(a.out, "bench_sampling.json"), "w") as f:
+            json.dump(report, f, indent=2)
+        rates = [
+            f"{k} {v['exact_pairs_per_s_search']}"
+            for k, v in r.items()
+            if isinstance(v, dict) and "exact_pairs_per_s_search" in v
         ]
-    )
-    print(json.dumps(report["graphframes"]), flush=True)
-    if a.distributed_games > 0:
-        # The DataFrame BFS pays Spark's per-pass cost on every pass; on 2 cores it is measured on a
-        # graph 10x smaller (same generator) unless --distributed-full, to keep the bench in budget.
-        scale = 1 if a.distributed_full else 10
-        dgraph = graph
-        if scale > 1:
-            dgraph = os.path.join(a.out, f"scalefree-{a.nodes // scale}-{a.edges // scale}")
-            if not os.path.exists(f"{dgraph}/manifest.json"):
-                generate(dgraph, a.nodes // scale, a.edges // scale)
-        dcommon = ["--graph", dgraph, "--step", "sample", "--games", str(a.distributed_games)]
-        reference = local_games
-        if scale > 1:
-            reference = os.path.join(a.out, "games-local-small.parquet")
-            report["local_small_graph"] = run_measured([*dcommon, "--method", "local", "--games-file", reference])
-        report["distributed"] = run_measured([*dcommon, "--method", "distributed", "--games-file", dist_games])
-        report["distributed"]["graph"] = dgraph
-        report["distributed"].update(compare(reference, dist_games))
-        print(json.dumps(report["distributed"]), flush=True)
-    with open(os.path.join(a.out, "bench_sampling.json"), "w") as f:
-        json.dump(report, f, indent=2)
-    local = report["local"]
-    print(
-        f"bench_sampling: {report['graph_counts']['nodes']} nodes, {report['graph_counts']['edges']} edges; "
-        f"local {local['games']} games, {local['exact_pairs_per_s_search']} exact pairs/s "
-        f"({local['games_per_s_total']} games/s incl. loading), peak {local['peak_rss_gib']} GiB; "
-        f"python per-pair BFS {report['python']['pairs_per_s']} pairs/s; "
-        + (
-            f"distributed {report['distributed']['exact_pairs_per_s_search']} exact pairs/s "
-            f"on {os.path.basename(report['distributed']['graph'])}, peak {report['distributed']['peak_rss_gib']} GiB; "
-            if "distributed" in report
+        ratio = (
+            f"; graphframes / DataFrame BFS {r['graphframes_over_dataframe_bfs']}x"
+            if "graphframes_over_dataframe_bfs" in r
             else ""
         )
-        + ("GraphFrames measured" if report["graphframes"]["measured"] else "GraphFrames not measured (no JVM library)")
-    )
+        print(f"bench_sampling: {n} nodes, {m} edges: exact pairs/s " + ", ".join(rates) + ratio, flush=True)
 
 
 if __name__ == "__main__":

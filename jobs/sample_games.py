@@ -2,7 +2,7 @@
 
 spark-submit jobs/sample_games.py --graph DIR --games N --seed S [--output DIR2]
     [--target-language CODE] [--targets-where SQL] [--protocol paper|llm-wikirace] [--stratify 3-4,5-6,7-8]
-    [--method auto|local|distributed] [--max-draws M] [--overwrite]
+    [--largest-scc] [--method auto|local|graphframes] [--max-draws M] [--overwrite]
 """
 
 from __future__ import annotations
@@ -30,10 +30,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--protocol",
         choices=["paper", "llm-wikirace"],
-        help="the study whose defaults apply: llm-wikirace stratifies 3-4,5-6,7-8 (default paper)",
+        help="the study whose defaults apply: llm-wikirace samples in the largest SCC, stratified 3-4,5-6,7-8 "
+        "(default paper)",
     )
     p.add_argument("--stratify", help="equal numbers of games per optimal-length band, e.g. 3-4,5-6,7-8")
-    p.add_argument("--method", choices=["auto", "local", "distributed"], help="distance method (default auto)")
+    p.add_argument(
+        "--largest-scc",
+        action="store_true",
+        default=None,
+        help="sources and targets only from the largest strongly connected component (LLM-WikiRace)",
+    )
+    p.add_argument("--method", choices=["auto", "local", "graphframes"], help="distance method (default auto)")
     p.add_argument("--max-draws", type=int, help="give up after this many draws (default 1000 x games + 100000)")
     p.add_argument("--experiment", help="MLflow experiment (default sample_games)")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace existing games")

@@ -173,7 +173,7 @@ def check_run_name(name: str) -> None:
 
 
 # --- Graph statistics and game sampling (jobs/graph_stats.py, jobs/sample_games.py) ------------
-DISTANCE_METHODS = ("auto", "local", "distributed")
+DISTANCE_METHODS = ("auto", "local", "graphframes")
 
 
 def parse_bands(text: str, key: str) -> tuple[tuple[int, int], ...]:
@@ -203,8 +203,6 @@ def _check_distance_method(cfg: Any) -> None:
         raise ConfigError("graph: give a graph directory with nodes/, edges/ and manifest.json (--graph)")
     if cfg.method not in DISTANCE_METHODS:
         raise ConfigError(f"method: {cfg.method!r} is not one of {', '.join(DISTANCE_METHODS)}")
-    if cfg.local_max_edges < 0:
-        raise ConfigError(f"local_max_edges: must be 0 or more, got {cfg.local_max_edges}")
     if cfg.bfs_batch_pairs <= 0:
         raise ConfigError(f"bfs_batch_pairs: must be positive, got {cfg.bfs_batch_pairs}")
     if not 0 <= cfg.seed < 1 << 63:
@@ -220,8 +218,7 @@ class GraphStatsConfig:
     pairs: int = 1000
     seed: int = 0
     method: str = "auto"
-    local_max_edges: int = 100_000_000
-    bfs_batch_pairs: int = 2000
+    bfs_batch_pairs: int = 2048
     experiment: str = "graph_stats"
     overwrite: bool = False
 
@@ -242,9 +239,9 @@ class SampleGamesConfig:
     target_language: str = ""
     targets_where: str = ""
     stratify: str = ""  # e.g. "3-4,5-6,7-8": equal numbers of games per optimal-length band
+    largest_scc: bool = False  # sources and targets only from the largest strongly connected component
     method: str = "auto"
-    local_max_edges: int = 100_000_000
-    bfs_batch_pairs: int = 2000
+    bfs_batch_pairs: int = 2048
     max_draws: int = 0  # 0: 1,000 × games + 100,000
     experiment: str = "sample_games"
     overwrite: bool = False

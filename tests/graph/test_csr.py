@@ -1,4 +1,4 @@
-"""The single-node method: CSR arrays and bidirectional BFS against a plain BFS (no Spark)."""
+"""The single-node method: CSR arrays, SCC reachability and bidirectional BFS against a plain BFS (no Spark)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 from tests.graph.graphs import FAMILIES, KNOWN, adjacency_of, plain_bfs, union_graph
-from wikigame_spark.graph.csr import (
-    DIFFERENT_COMPONENT,
-    NO_PATH,
-    SOURCE_NO_OUT_LINKS,
-    TARGET_NO_IN_LINKS,
-    CsrGraph,
-)
+from wikigame_spark.graph.csr import CsrGraph
+from wikigame_spark.graph.reach import DIFFERENT_COMPONENT, NO_PATH, SOURCE_NO_OUT_LINKS, TARGET_NO_IN_LINKS
 
 
 def csr(nodes, edges) -> CsrGraph:

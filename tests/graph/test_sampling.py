@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -60,7 +61,7 @@ def test_stratify_config_is_checked():
     with pytest.raises(ConfigError, match="fewer than"):
         load_config(SampleGamesConfig, None, {"graph": "g", "stratify": "2,3,4", "games": 2})
     with pytest.raises(ConfigError, match="method"):
-        load_config(SampleGamesConfig, None, {"graph": "g", "method": "graphx"})
+        load_config(SampleGamesConfig, None, {"graph": "g", "method": "distributed"})
     with pytest.raises(ConfigError, match="--graph"):
         load_config(SampleGamesConfig, None, {})
 
@@ -129,6 +130,31 @@ def test_targets_where_and_target_language(spark, ltg_graph, tmp_path):
     assert all(d == (t - s) % 6 for s, t, d in zip(games["source"], games["target"], games["optimal_steps"]))
 
 
+def test_largest_scc_with_strata_on_latgalian_wikipedia(spark, ltg_graph):
+    """LLM-WikiRace's setting: sources and targets in the largest SCC, three difficulty bands."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    nodes, edges, _ = parquet_graph(ltg_graph)
+    ids = np.array(sorted(nodes["id"].tolist()))
+    m = csr_matrix((np.ones(len(edges)), ([a for a, _ in edges], [b for _, b in edges])), (ids.size, ids.size))
+    _, lab = connected_components(m, directed=True, connection="strong")
+    giant = set(ids[lab == np.bincount(lab).argmax()].tolist())
+    g = frame.read_graph(spark, ltg_graph)
+    cfg = SampleGamesConfig(graph=ltg_graph, games=60, seed=4, largest_scc=True, stratify="2,3,4-5", method="local")
+    sampled = sample_games(g.nodes, g.edges, cfg)
+    games = sampled.games.toPandas()
+    check_games(games, ltg_graph, 60)
+    assert set(games["source"]) | set(games["target"]) <= giant
+    steps = games["optimal_steps"]
+    assert [(steps == 2).sum(), (steps == 3).sum(), steps.between(4, 5).sum()] == [20, 20, 20]
+    c = sampled.counts
+    assert c["largest_scc"] and c["sources"] == c["largest_scc_nodes"] == len(giant) == c["eligible_targets"]
+    assert c["unreachable"] == 0  # inside one SCC every pair is reachable
+    same = sample_games(g.nodes, g.edges, dataclasses.replace(cfg, method="graphframes"))
+    assert same.games.toPandas().equals(games) and same.counts["discarded_by"] == c["discarded_by"]
+
+
 def test_too_few_reachable_pairs_is_a_clear_error(spark, tmp_path):
     path = write_graph_dir(spark, str(tmp_path / "tiny"), range(3), [(0, 1)])
     g = frame.read_graph(spark, path)
@@ -138,20 +164,22 @@ def test_too_few_reachable_pairs_is_a_clear_error(spark, tmp_path):
 
 
 def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spark, ltg_graph, tmp_path):
-    """The job in this process (local[2], distributed method), by spark-submit on local[1] (local
-    method), and the stage with the local method: the same games and the same counts."""
+    """The job in this process (local[2]) and by a flag-less spark-submit on local[1] (GraphFrames
+    from spark-defaults' spark.jars), both with the GraphFrames method, and the stage with the local
+    method: the same games and the same counts."""
     from jobs import sample_games as job
     from wikigame_spark import io
     from wikigame_spark.schemas import GAMES
 
     common = ["--graph", ltg_graph, "--games", "30", "--seed", "9"]
     out2 = str(tmp_path / "games2")
-    assert job.main([*common, "--output", out2, "--method", "distributed"]) == 0
+    assert job.main([*common, "--output", out2, "--method", "graphframes"]) == 0
     out1 = str(tmp_path / "games1")
-    env = {**os.environ, "PYTHONPATH": ROOT}
+    env = {**os.environ, "PYTHONPATH": ROOT, "SPARK_CONF_DIR": os.path.join(ROOT, "conf")}
     submit = os.path.join(os.path.dirname(sys.executable), "spark-submit")
-    cmd = [submit, "--master", "local[1]", os.path.join(ROOT, "jobs", "sample_games.py"), *common]
-    done = subprocess.run([*cmd, "--output", out1, "--method", "local"], env=env, capture_output=True, text=True)
+    cmd = [submit, "--master", "local[1]", "jobs/sample_games.py", *common]
+    run = [*cmd, "--output", out1, "--method", "graphframes"]
+    done = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "sample_games: wrote" in done.stdout + done.stderr
 
@@ -171,7 +199,8 @@ def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spa
         assert m["kind"] == "games" and m["seed"] == 9 and m["games"] == 30
         assert m["graph"]["dbname"] == "ltgwiki" and m["options"]["games"] == 30
         assert m["draws"] == m["counts"]["draws"] == 30 + m["discarded"]
-    assert m2["counts"]["method"] == "distributed" and m1["counts"]["method"] == "local"
+    assert m2["counts"]["method"] == m1["counts"]["method"] == "graphframes"
+    assert m1["counts"]["decided_by_reachability"] == m1["counts"]["unreachable"] > 0
     same = {k: v for k, v in local.counts.items() if k != "method"}
     assert {k: v for k, v in m1["counts"].items() if k != "method"} == json.loads(json.dumps(same))
     assert {k: v for k, v in m2["counts"].items() if k != "method"} == json.loads(json.dumps(same))

@@ -11,7 +11,7 @@ import pytest
 from tests.graph.graphs import parquet_graph, write_graph_dir
 from wikigame_spark.graph import frame
 from wikigame_spark.graph.distances import pair_distances
-from wikigame_spark.graph.stats import random_pair_distances, reach_curve, table1
+from wikigame_spark.graph.stats import components, random_pair_distances, reach_curve, table1
 
 
 def test_table1_by_hand(spark, tmp_path):
@@ -30,6 +30,11 @@ def test_table1_by_hand(spark, tmp_path):
     assert t["mean_edges_per_node"] == pytest.approx(5 / 6)
     assert t["mean_edges_per_connected_node"] == pytest.approx(5 / 5)
     assert t["mean_title_length"] == pytest.approx(16 / 6)  # characters, not bytes (Č is one)
+    c = components(g.nodes, g.edges)  # SCCs {0,1,2} {3} {4} {5}; WCCs {0,1,2,3,4} {5}
+    assert (c["scc_count"], c["largest_scc_nodes"], c["scc_singletons"]) == (4, 3, 3)
+    assert c["largest_scc_share"] == pytest.approx(0.5)
+    assert (c["wcc_count"], c["largest_wcc_nodes"], c["wcc_singletons"]) == (2, 5, 1)
+    assert (c["max_in_degree"], c["max_out_degree"]) == (2, 2)
 
 
 def test_reach_curve_by_hand():
@@ -47,6 +52,8 @@ def test_random_pairs_are_seeded_and_distinct(spark, union_dir):
     oracle = pair_distances(g.nodes, g.edges, method="local")
     a = random_pair_distances(oracle, 3, 200)
     assert a.size == 200 and a.tolist() == random_pair_distances(oracle, 3, 200).tolist()
+    gf = pair_distances(g.nodes, g.edges, method="graphframes")
+    assert random_pair_distances(gf, 3, 200).tolist() == a.tolist()
     assert a.tolist() != random_pair_distances(oracle, 4, 200).tolist()
     assert not np.any(a == 0)  # source ≠ target
 
@@ -77,12 +84,75 @@ def test_graph_stats_job_on_latgalian_wikipedia(spark, ltg_graph, tmp_path, mlfl
     r = stats["reachability"]
     assert r["pairs"] == 300 and r["seed"] == 5 and r["method"] == "local"
     assert r["fraction_within_steps"][-1] == pytest.approx(r["fraction_reachable"])
+    assert r["decided_by_reachability"] == r["pairs"] - r["reachable"] > 0
     assert stats["graph"]["dbname"] == manifest["dbname"]
+    c = stats["components"]
+    want = independent_components(ids, edges)
+    assert {k: c[k] for k in want} == want
+    with open(os.path.join(out, "stats.md")) as f:
+        md = f.read()
+    assert f"| largest SCC (nodes) | {c['largest_scc_nodes']} |" in md and "(reachability.png)" in md
+    with open(os.path.join(out, "stats.html")) as f:
+        page = f.read()
+    assert f"<td>strongly connected components</td><td>{c['scc_count']}</td>" in page
+    assert "data:image/png;base64," in page
 
     mlflow.set_tracking_uri(mlflow_tmp)
     runs = mlflow.search_runs(experiment_names=["graph_stats"], output_format="list")
     assert runs and runs[0].data.metrics["nodes"] == 903
+    assert runs[0].data.metrics["scc_count"] == c["scc_count"]
+    assert runs[0].data.metrics["largest_scc_share"] == pytest.approx(c["largest_scc_share"])
     assert runs[0].data.params["pairs"] == "300"
 
     with pytest.raises(FileExistsError, match="--overwrite"):
         graph_stats.main(["--graph", ltg_graph, "--output", out])
+
+
+def independent_components(ids, edges) -> dict:
+    """Component counts by scipy on the Parquet edges, independently of GraphFrames."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    pos = {n: i for i, n in enumerate(sorted(ids))}
+    m = csr_matrix((np.ones(len(edges)), ([pos[a] for a, _ in edges], [pos[b] for _, b in edges])), (len(pos),) * 2)
+    out = {}
+    for kind, connection in (("wcc", "weak"), ("scc", "strong")):
+        n, lab = connected_components(m, directed=True, connection=connection)
+        sizes = np.bincount(lab)
+        out.update(
+            {
+                f"{kind}_count": n,
+                f"largest_{kind}_nodes": int(sizes.max()),
+                f"{kind}_singletons": int((sizes == 1).sum()),
+            }
+        )
+    return out
+
+
+def test_graphframes_stage_on_the_standalone_cluster(spark, ltg_graph, tmp_path):
+    """graph_stats with the GraphFrames method by spark-submit to a master with two worker processes
+    on 127.0.0.1 (GraphFrames from spark-defaults' spark.jars): the same statistics as in-process."""
+    import subprocess
+    import sys
+
+    from jobs import graph_stats
+    from tests.conftest import ROOT
+    from tests.standalone import StandaloneCluster
+
+    here, there = str(tmp_path / "here"), str(tmp_path / "there")
+    assert graph_stats.main(["--graph", ltg_graph, "--output", here, "--pairs", "200", "--method", "local"]) == 0
+    env = {**os.environ, "PYTHONPATH": ROOT, "SPARK_CONF_DIR": os.path.join(ROOT, "conf")}
+    with StandaloneCluster(str(tmp_path)) as cluster:
+        submit = [os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", cluster.url]
+        submit += ["--conf", "spark.executor.memory=1g", "--conf", "spark.cores.max=2"]
+        args = ["--graph", ltg_graph, "--output", there, "--pairs", "200", "--method", "graphframes"]
+        run = subprocess.run(
+            [*submit, "jobs/graph_stats.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+        )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "graph_stats: wrote" in run.stdout
+    a, b = (json.load(open(os.path.join(p, "stats.json"))) for p in (here, there))
+    assert a["components"] == b["components"] and a["table1"] == b["table1"]
+    assert b["reachability"]["method"] == "graphframes" and a["reachability"]["method"] == "local"
+    for k in ("pairs_at_steps", "fraction_within_steps", "decided_by_reachability"):
+        assert a["reachability"][k] == b["reachability"][k]

@@ -12,18 +12,23 @@ out of new nodes first means there is no path. A pass is two Spark jobs, both wi
 inputs, so the plan does not grow from pass to pass.
 
 Only per-pair results (a pair id and a distance) come back to the driver; the edge list stays in
-the cluster.
+the cluster. This is the ``graphframes`` method's search: measured against GraphFrames' own
+``shortestPaths`` and a bit-parallel search on GraphFrames' Pregel (``bench/bench_sampling.py``,
+README), it resolved the most pairs per second, so it stayed.
 """
 
 from __future__ import annotations
 
 import logging
 
+import numpy as np
+import pandas as pd
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from wikigame_spark.graph.csr import NO_PATH
-from wikigame_spark.graph.frame import IN_DEGREE, OUT_DEGREE
+from wikigame_spark.graph.frame import IN_DEGREE, OUT_DEGREE, degrees
+from wikigame_spark.graph.reach import NO_PATH
 from wikigame_spark.schemas import DST, ID, SOURCE, SRC, TARGET, require_columns
 
 log = logging.getLogger(__name__)
@@ -54,6 +59,23 @@ def adjacency(edges: DataFrame, degrees: DataFrame) -> DataFrame:
         F.lit(BACKWARD).alias(_SIDE), F.col(DST).alias(_NODE), F.col(SRC).alias(_NEXT), _DEG
     )
     return forward.unionByName(backward)
+
+
+class DataFrameSearch:
+    """Exact distances between nodes of one graph (``vertices``: ``id``; ``edges``: ``src, dst``)."""
+
+    def __init__(self, vertices: DataFrame, edges: DataFrame, batch_pairs: int) -> None:
+        level = StorageLevel.MEMORY_AND_DISK
+        self.degrees = degrees(vertices, edges).persist(level)
+        self.adj = adjacency(edges, self.degrees).persist(level)
+        self.batch_pairs = batch_pairs
+
+    def distances(self, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """int32 shortest path lengths (``NO_PATH`` if none) for pairs of distinct nodes."""
+        table = pd.DataFrame({PAIR: np.arange(len(sources), dtype=np.int64), SOURCE: sources, TARGET: targets})
+        pairs = self.adj.sparkSession.createDataFrame(table, f"{PAIR} long, {SOURCE} long, {TARGET} long")
+        found = bidirectional_distances(pairs, self.adj, self.degrees, self.batch_pairs)
+        return np.array([found[i] for i in range(len(sources))], dtype=np.int32)
 
 
 def bidirectional_distances(

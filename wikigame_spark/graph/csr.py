@@ -1,8 +1,10 @@
 """Single-node fast path: the graph as compressed sparse rows, exact distances by bidirectional BFS.
 
-Used when the edge list fits in one process's memory (``method: local``, or ``auto`` below
-``local_max_edges``). Node ids are mapped to positions 0…N−1 in id order, so any id scheme works;
-the graph is held twice (out-links and in-links) as int32 arrays, about 8 bytes per edge.
+Used when the graph fits the driver's memory (``method: local``, or ``auto``, see
+:mod:`wikigame_spark.graph.distances`). Node ids are mapped to positions 0…N−1 in id order, so any
+id scheme works; the graph is held twice (out-links and in-links) as int32 arrays, about 8 bytes
+per edge. Reachability is decided first from strongly connected components
+(:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched.
 
 Each search advances, level by level, whichever side (forward from the source on out-links,
 backward from the target on in-links) has the frontier with fewer links to follow, and stops at
@@ -19,20 +21,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from wikigame_spark.graph.reach import REACHABLE, condensation_of, neighbours
+
 log = logging.getLogger(__name__)
-
-# Distance codes shared by both methods: a shortest path length (≥ 0), or why there is none.
-NO_PATH = -1  # searched: the target cannot be reached
-SOURCE_NO_OUT_LINKS = -2  # pre-filter: the source has no out-links
-TARGET_NO_IN_LINKS = -3  # pre-filter: the target has no in-links
-DIFFERENT_COMPONENT = -4  # pre-filter: not even weakly connected
-
-UNREACHABLE_REASONS = {
-    NO_PATH: "no_path",
-    SOURCE_NO_OUT_LINKS: "source_no_out_links",
-    TARGET_NO_IN_LINKS: "target_no_in_links",
-    DIFFERENT_COMPONENT: "different_component",
-}
 
 
 class CsrGraph:
@@ -60,8 +51,9 @@ class CsrGraph:
         self.in_idx = inn.indices.astype(np.int32, copy=False)
         self.out_deg = np.diff(self.out_ptr)
         self.in_deg = np.diff(self.in_ptr)
-        _, self.component = connected_components(out, directed=True, connection="weak")
+        _, self.scc = connected_components(out, directed=True, connection="strong")
         del out, inn
+        self.condensation = condensation_of(self.scc, s, d)
         # Per-search marks: a node is seen in search k when its stamp equals k (no clearing).
         self._seen_f = np.zeros(n, dtype=np.int32)
         self._seen_b = np.zeros(n, dtype=np.int32)
@@ -94,20 +86,16 @@ class CsrGraph:
         """Exact shortest path lengths (int32) for node-id pairs, or a negative reason code."""
         s = self.positions(sources)
         t = self.positions(targets)
-        out = np.empty(s.size, dtype=np.int32)
-        for i in range(s.size):
+        out = np.zeros(s.size, dtype=np.int32)
+        differ = np.flatnonzero(s != t)
+        a, b = s[differ], t[differ]
+        out[differ] = self.condensation.decide(self.out_deg[a], self.in_deg[b], self.scc[a], self.scc[b])
+        for i in np.flatnonzero(out == REACHABLE):
             out[i] = self._distance(int(s[i]), int(t[i]))
         return out
 
     def _distance(self, s: int, t: int) -> int:
-        if s == t:
-            return 0
-        if self.out_deg[s] == 0:
-            return SOURCE_NO_OUT_LINKS
-        if self.in_deg[t] == 0:
-            return TARGET_NO_IN_LINKS
-        if self.component[s] != self.component[t]:
-            return DIFFERENT_COMPONENT
+        """Bidirectional BFS between distinct nodes known to be connected by a directed path."""
         if self._stamp == np.iinfo(np.int32).max:
             self._seen_f[:] = 0
             self._seen_b[:] = 0
@@ -130,13 +118,11 @@ class CsrGraph:
             else:
                 front, cost = front_b, cost_b
                 ptr, idx, deg, seen, other = self.in_ptr, self.in_idx, self.in_deg, seen_b, seen_f
-            if cost == 0:
-                return NO_PATH
-            nbrs = _neighbours(ptr, idx, front, cost)
+            nbrs = neighbours(ptr, idx, front, cost)
             new = nbrs[seen[nbrs] != stamp]
             steps += 1
             if new.size == 0:
-                return NO_PATH
+                raise RuntimeError(f"positions {s} -> {t}: search ended without a path the SCCs promised")
             if np.any(other[new] == stamp):
                 return steps
             new = self._unique(new)
@@ -152,14 +138,3 @@ class CsrGraph:
         order = np.arange(nodes.size, dtype=np.int32)
         owner[nodes] = order
         return nodes[owner[nodes] == order]
-
-
-def _neighbours(ptr: np.ndarray, idx: np.ndarray, front: np.ndarray, total: int) -> np.ndarray:
-    """All out-entries of the frontier's rows, concatenated (``total`` = their count)."""
-    if front.size == 1:
-        v = int(front[0])
-        return idx[ptr[v] : ptr[v + 1]]
-    starts = ptr[front]
-    lens = ptr[front + 1] - starts
-    shift = np.repeat(starts - (np.cumsum(lens) - lens), lens)
-    return idx[shift + np.arange(total, dtype=np.int64)]

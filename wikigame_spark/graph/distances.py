@@ -1,16 +1,25 @@
-"""Exact distances for batches of node-id pairs, single-node or distributed, behind one interface.
+"""Exact distances for batches of node-id pairs, single-node or on GraphFrames, behind one interface.
 
-Both methods answer the same questions identically: the node (or eligible target) at a rank in id
+Both methods answer the same questions identically: the source (or eligible target) at a rank in id
 order, and for (source, target) pairs a shortest path length or a negative code saying why there
-is none. Cheap pre-filters come first, in this order: source without out-links, target without
-in-links, source and target in different weakly connected components; only the remaining pairs
-are searched. ``auto`` picks the single-node method when the edge count is at most
-``local_max_edges``.
+is none. Reachability is settled first, without a search, from strongly connected components and
+their condensation (:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched.
+
+- ``local``: the graph in the driver as CSR arrays (:mod:`wikigame_spark.graph.csr`), SCCs by scipy.
+- ``graphframes``: degrees and SCCs by GraphFrames, the condensation in the driver, searches by the
+  multi-pair bidirectional BFS on DataFrames (:mod:`wikigame_spark.graph.bfs`, the fastest exact
+  candidate measured); the edge list stays in the cluster.
+- ``auto``: ``local`` when :func:`local_bytes` of the graph fits the driver's budget
+  (:func:`local_budget`), otherwise ``graphframes``.
+
+With ``largest_scc`` sources and targets are drawn only from the largest SCC (ties: the one with
+the smallest node id), LLM-WikiRace's setting; every pair there is reachable.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -21,28 +30,38 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wikigame_spark.graph import bfs, frame
-from wikigame_spark.graph.csr import DIFFERENT_COMPONENT, SOURCE_NO_OUT_LINKS, TARGET_NO_IN_LINKS, CsrGraph
+from wikigame_spark.graph import frame
+from wikigame_spark.graph.bfs import DataFrameSearch
+from wikigame_spark.graph.csr import CsrGraph
 from wikigame_spark.graph.ids import dense_index
-from wikigame_spark.schemas import DST, ID, SOURCE, SRC, TARGET, require_columns
+from wikigame_spark.graph.reach import REACHABLE, Condensation, largest_component
+from wikigame_spark.schemas import DST, ID, SRC, require_columns
 
 log = logging.getLogger(__name__)
 
 LOCAL = "local"
-DISTRIBUTED = "distributed"
+GRAPHFRAMES = "graphframes"
+METHODS = ("auto", LOCAL, GRAPHFRAMES)
 RANK = "rank"
+# Peak bytes of building the local method's arrays, measured with bench/bench_sampling.py: the edge
+# columns as int64 (16 per edge), the scipy matrices and their transposes (~17 per edge), the CSR
+# arrays kept (8 per edge) and per-node arrays; rounded up.
+LOCAL_BYTES_PER_EDGE = 48
+LOCAL_BYTES_PER_NODE = 64
+LOCAL_MEMORY_SHARE = 0.5  # of the memory available to the driver process when the method is chosen
 
 
 class PairDistances(ABC):
-    """Nodes by rank and exact distances for one graph (and one set of eligible targets)."""
+    """Sources and eligible targets by rank, and exact distances, for one graph."""
 
     method: str
-    num_nodes: int
+    num_sources: int
     num_targets: int
+    giant_size: int  # nodes in the largest SCC
 
     @abstractmethod
-    def node_ids(self, ranks: np.ndarray) -> np.ndarray:
-        """Ids of the nodes at these ranks (0 = smallest id)."""
+    def source_ids(self, ranks: np.ndarray) -> np.ndarray:
+        """Ids of the sources at these ranks (0 = smallest id)."""
 
     @abstractmethod
     def target_ids(self, ranks: np.ndarray) -> np.ndarray:
@@ -50,16 +69,40 @@ class PairDistances(ABC):
 
     @abstractmethod
     def distances(self, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        """int32 shortest path lengths, or the negative codes of :mod:`wikigame_spark.graph.csr`."""
+        """int32 shortest path lengths, or the negative codes of :mod:`wikigame_spark.graph.reach`."""
 
 
-def choose_method(method: str, num_edges: int, local_max_edges: int) -> str:
-    """``local`` or ``distributed``: as asked, or for ``auto`` by the edge count."""
-    if method in (LOCAL, DISTRIBUTED):
+def local_bytes(num_nodes: int, num_edges: int) -> int:
+    """Estimated peak memory of the local method's arrays for a graph of this size."""
+    return LOCAL_BYTES_PER_EDGE * num_edges + LOCAL_BYTES_PER_NODE * num_nodes
+
+
+def local_budget() -> int:
+    """Bytes the local method may use: ``LOCAL_MEMORY_SHARE`` of the machine's available memory
+    (``MemAvailable`` of /proc/meminfo, else free physical pages), capped by an address-space limit."""
+    available = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except OSError:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit != resource.RLIM_INFINITY:
+        available = min(available, limit)
+    return int(LOCAL_MEMORY_SHARE * available)
+
+
+def choose_method(method: str, num_nodes: int, num_edges: int, budget: int) -> str:
+    """``local`` or ``graphframes``: as asked, or for ``auto`` by whether the graph fits ``budget``."""
+    if method in (LOCAL, GRAPHFRAMES):
         return method
     if method != "auto":
-        raise ValueError(f"method: {method!r} is not one of auto, local, distributed")
-    return LOCAL if num_edges <= local_max_edges else DISTRIBUTED
+        raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
+    return LOCAL if local_bytes(num_nodes, num_edges) <= budget else GRAPHFRAMES
 
 
 def pair_distances(
@@ -67,19 +110,26 @@ def pair_distances(
     edges: DataFrame,
     targets: DataFrame | None = None,
     method: str = "auto",
-    local_max_edges: int = 100_000_000,
-    batch_pairs: int = 2000,
+    largest_scc: bool = False,
+    batch_pairs: int = 2048,
 ) -> PairDistances:
     """The distance oracle for a graph; ``targets`` (an ``id`` column) restricts target draws."""
     require_columns(nodes, [ID], "pair_distances(nodes)")
     require_columns(edges, [SRC, DST], "pair_distances(edges)")
     targets = nodes if targets is None else targets
     require_columns(targets, [ID], "pair_distances(targets)")
-    chosen = choose_method(method, edges.count() if method == "auto" else 0, local_max_edges)
-    log.info("distances: %s method", chosen)
+    if method == "auto":
+        n, m = nodes.count(), edges.count()
+        budget = local_budget()
+        chosen = choose_method(method, n, m, budget)
+        log.info(
+            "distances: %s (local needs ~%.2f GiB, budget %.2f GiB)", chosen, local_bytes(n, m) / 2**30, budget / 2**30
+        )
+    else:
+        chosen = choose_method(method, 0, 0, 0)
     if chosen == LOCAL:
-        return LocalDistances(nodes, edges, targets)
-    return SparkDistances(nodes, edges, targets, batch_pairs)
+        return LocalDistances(nodes, edges, targets, largest_scc)
+    return GraphFramesDistances(nodes, edges, targets, largest_scc, batch_pairs)
 
 
 def _plain_local_parquet(df: DataFrame) -> list[str] | None:
@@ -130,18 +180,23 @@ class LocalDistances(PairDistances):
 
     method = LOCAL
 
-    def __init__(self, nodes: DataFrame, edges: DataFrame, targets: DataFrame) -> None:
+    def __init__(self, nodes: DataFrame, edges: DataFrame, targets: DataFrame, largest_scc: bool) -> None:
         node_ids = _sorted_ids(nodes, "nodes")
         src, dst = _columns(edges, [SRC, DST])
         self.graph = CsrGraph(node_ids, src, dst)
         del src, dst
+        giant = self.graph.scc == largest_component(self.graph.scc)
+        self.giant_size = int(giant.sum())
+        self._sources = node_ids[giant] if largest_scc else node_ids
         self._targets = node_ids if targets is nodes else _sorted_ids(targets, "targets")
-        self.graph.positions(self._targets)
-        self.num_nodes = self.graph.num_nodes
+        positions = self.graph.positions(self._targets)
+        if largest_scc:
+            self._targets = self._targets[giant[positions]]
+        self.num_sources = int(self._sources.size)
         self.num_targets = int(self._targets.size)
 
-    def node_ids(self, ranks: np.ndarray) -> np.ndarray:
-        return self.graph.node_ids[np.asarray(ranks, dtype=np.int64)]
+    def source_ids(self, ranks: np.ndarray) -> np.ndarray:
+        return self._sources[np.asarray(ranks, dtype=np.int64)]
 
     def target_ids(self, ranks: np.ndarray) -> np.ndarray:
         return self._targets[np.asarray(ranks, dtype=np.int64)]
@@ -172,27 +227,38 @@ class _RankIndex:
         return out
 
 
-class SparkDistances(PairDistances):
-    """Degrees and components as tables, distances by :func:`bfs.bidirectional_distances`."""
+class GraphFramesDistances(PairDistances):
+    """Degrees and SCCs by GraphFrames, the condensation in the driver, searches by :class:`DataFrameSearch`."""
 
-    method = DISTRIBUTED
+    method = GRAPHFRAMES
 
-    def __init__(self, nodes: DataFrame, edges: DataFrame, targets: DataFrame, batch_pairs: int) -> None:
+    def __init__(
+        self, nodes: DataFrame, edges: DataFrame, targets: DataFrame, largest_scc: bool, batch_pairs: int
+    ) -> None:
         level = StorageLevel.MEMORY_AND_DISK
         self.spark = nodes.sparkSession
-        self.batch_pairs = batch_pairs
-        degrees = frame.degrees(nodes, edges).persist(level)
-        components = frame.weak_components(nodes, edges)
-        self.info = degrees.join(components, ID).persist(level)
-        self.adj = bfs.adjacency(edges, degrees).persist(level)
-        self.degrees = degrees
-        self._nodes = _RankIndex(nodes)
-        self._targets = self._nodes if targets is nodes else _RankIndex(targets)
-        self.num_nodes = self._nodes.size
+        scc = frame.strong_components(nodes, edges).persist(level)
+        self.info = frame.degrees(nodes, edges).join(scc, ID).persist(level)
+        sizes = frame.component_sizes(scc).first()
+        giant, self.giant_size = int(sizes[frame.COMPONENT]), int(sizes["size"])
+        s_scc = scc.select(F.col(ID).alias(SRC), F.col(frame.COMPONENT).alias("a"))
+        t_scc = scc.select(F.col(ID).alias(DST), F.col(frame.COMPONENT).alias("b"))
+        dag = edges.join(s_scc, SRC).join(t_scc, DST).filter("a != b").select("a", "b").distinct()
+        a, b = _columns(dag, ["a", "b"])
+        self.condensation = Condensation(a, b, giant)
+        log.info("condensation: %d SCCs with links between SCCs, %d links", self.condensation.names.size, a.size)
+        members = scc.filter(F.col(frame.COMPONENT) == giant).select(ID)
+        sources = members if largest_scc else nodes
+        if largest_scc:
+            targets = targets.select(ID).join(members, ID)
+        self._sources = _RankIndex(sources)
+        self._targets = self._sources if targets is sources else _RankIndex(targets)
+        self.num_sources = self._sources.size
         self.num_targets = self._targets.size
+        self.search = DataFrameSearch(nodes, edges, batch_pairs)
 
-    def node_ids(self, ranks: np.ndarray) -> np.ndarray:
-        return self._nodes.ids(ranks)
+    def source_ids(self, ranks: np.ndarray) -> np.ndarray:
+        return self._sources.ids(ranks)
 
     def target_ids(self, ranks: np.ndarray) -> np.ndarray:
         return self._targets.ids(ranks)
@@ -201,44 +267,29 @@ class SparkDistances(PairDistances):
         sources = np.asarray(sources, dtype=np.int64)
         targets = np.asarray(targets, dtype=np.int64)
         out = np.zeros(sources.size, dtype=np.int32)
-        if sources.size == 0:
+        differ = np.flatnonzero(sources != targets)
+        if differ.size == 0:
             return out
-        frame_ = pd.DataFrame({bfs.PAIR: np.arange(sources.size, dtype=np.int64), SOURCE: sources, TARGET: targets})
-        pairs = self.spark.createDataFrame(frame_, f"{bfs.PAIR} long, {SOURCE} long, {TARGET} long")
+        wanted = pd.DataFrame({"pos": differ, "s": sources[differ], "t": targets[differ]})
+        pairs = self.spark.createDataFrame(wanted, "pos long, s long, t long")
         s_info = self.info.select(
-            F.col(ID).alias(SOURCE), F.col(frame.OUT_DEGREE).alias("s_out"), F.col(frame.COMPONENT).alias("s_comp")
+            F.col(ID).alias("s"), F.col(frame.OUT_DEGREE).alias("s_out"), F.col(frame.COMPONENT).alias("s_scc")
         )
         t_info = self.info.select(
-            F.col(ID).alias(TARGET), F.col(frame.IN_DEGREE).alias("t_in"), F.col(frame.COMPONENT).alias("t_comp")
+            F.col(ID).alias("t"), F.col(frame.IN_DEGREE).alias("t_in"), F.col(frame.COMPONENT).alias("t_scc")
         )
-        code = (
-            F.when(F.col(SOURCE) == F.col(TARGET), F.lit(0))
-            .when(F.col("s_out") == 0, F.lit(SOURCE_NO_OUT_LINKS))
-            .when(F.col("t_in") == 0, F.lit(TARGET_NO_IN_LINKS))
-            .when(F.col("s_comp") != F.col("t_comp"), F.lit(DIFFERENT_COMPONENT))
+        known = pairs.join(s_info, "s", "left").join(t_info, "t", "left").toPandas().sort_values("pos")
+        bad = known[known["s_out"].isna() | known["t_in"].isna()]
+        if len(bad):
+            r = bad.iloc[0]
+            raise ValueError(f"pair ({int(r['s'])}, {int(r['t'])}): a node id that is not in the nodes table")
+        if len(known) != differ.size:
+            raise ValueError("pairs: a node id occurs more than once in the nodes table")
+        code = self.condensation.decide(
+            known["s_out"].to_numpy(), known["t_in"].to_numpy(), known["s_scc"].to_numpy(), known["t_scc"].to_numpy()
         )
-        coded = pairs.join(s_info, SOURCE, "left").join(t_info, TARGET, "left")
-        coded = coded.select(
-            bfs.PAIR,
-            SOURCE,
-            TARGET,
-            F.col("s_out").isNull().alias("s_bad"),
-            F.col("t_in").isNull().alias("t_bad"),
-            code.alias("code"),
-        )
-        coded = coded.localCheckpoint()
-        bad = coded.filter("s_bad or t_bad").select(bfs.PAIR, SOURCE, TARGET).limit(1).collect()
-        if bad:
-            r = bad[0]
-            raise ValueError(f"pair ({r[SOURCE]}, {r[TARGET]}): a node id that is not in the nodes table")
-        known = coded.filter(F.col("code").isNotNull()).select(bfs.PAIR, "code").toPandas()
-        out[known[bfs.PAIR].to_numpy()] = known["code"].to_numpy()
-        searched = bfs.bidirectional_distances(
-            coded.filter(F.col("code").isNull()).select(bfs.PAIR, SOURCE, TARGET),
-            self.adj,
-            self.degrees,
-            self.batch_pairs,
-        )
-        if searched:
-            out[np.fromiter(searched.keys(), np.int64)] = np.fromiter(searched.values(), np.int32)
+        out[differ] = code
+        todo = differ[code == REACHABLE]
+        if todo.size:
+            out[todo] = self.search.distances(sources[todo], targets[todo])
         return out

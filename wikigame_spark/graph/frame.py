@@ -1,20 +1,15 @@
-"""The graph layer: a graph directory as DataFrames, degrees and components, GraphFrames when present.
+"""The graph layer: a graph directory as DataFrames; degrees and components with GraphFrames.
 
-GraphFrames' Python package is a thin client of its JVM library (``org.graphframes.GraphFrame``).
-When that class is on Spark's classpath (``--packages io.graphframes:graphframes-spark4_2.13:…``)
-degrees and connected components come from GraphFrames; otherwise from the equivalent DataFrame
-code below, which gives the same answers. Distances are always computed by
-:mod:`wikigame_spark.graph.bfs` (many pairs per pass, message passing on DataFrames, the pattern
-of GraphFrames' ``aggregateMessages``): GraphFrames' own ``bfs`` enumerates paths one query at a
-time and ``shortestPaths`` keeps a map per vertex that grows with the number of landmarks. Both
-are exposed here for comparison (:func:`graphframes_shortest_paths`, :func:`graphframes_bfs_length`).
+GraphFrames' Python package is a thin client of its JVM library (``org.graphframes.GraphFrame``),
+which ``make install`` puts in ``jars/`` (conf/maven/pom.xml) and every session of the project has
+on its classpath (:mod:`wikigame_spark.session`, ``conf/spark-defaults.conf``). Without it the graph
+operations stop with :class:`GraphFramesUnavailable`, which says how to attach it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -24,12 +19,12 @@ from pyspark.sql.types import StructField, StructType
 from wikigame_spark import io
 from wikigame_spark.schemas import DST, EDGES, ID, NODES, SRC, require_columns
 
-log = logging.getLogger(__name__)
-
 GRAPHFRAME_CLASS = "org.graphframes.GraphFrame"
 IN_DEGREE = "in_degree"
 OUT_DEGREE = "out_degree"
 COMPONENT = "component"
+# Iteration bound for GraphFrames' component algorithms: large enough that they always converge.
+MAX_ITER = 2**31 - 2
 
 
 class GraphFramesUnavailable(RuntimeError):
@@ -97,11 +92,13 @@ def graphframes_available(spark: SparkSession) -> bool:
     return True
 
 
-def _graphframe(nodes: DataFrame, edges: DataFrame):
+def graphframe(nodes: DataFrame, edges: DataFrame):
+    """``GraphFrame`` of the ``id`` column and the ``src, dst`` columns (extra columns are left out)."""
     if not graphframes_available(nodes.sparkSession):
         raise GraphFramesUnavailable(
-            f"{GRAPHFRAME_CLASS} is not on the classpath; start Spark with "
-            "--packages io.graphframes:graphframes-spark4_2.13:<version>"
+            f"{GRAPHFRAME_CLASS} is not on Spark's classpath: run `make install` (it fills jars/) and start "
+            "jobs from the repository root, or attach io.graphframes:graphframes-spark4_2.13:0.11.0 "
+            "(--packages, --jars, or a cluster library)"
         )
     from graphframes import GraphFrame
 
@@ -112,13 +109,9 @@ def degrees(nodes: DataFrame, edges: DataFrame) -> DataFrame:
     """``id, in_degree, out_degree`` (longs) for every node, zeros included."""
     require_columns(nodes, [ID], "degrees(nodes)")
     require_columns(edges, [SRC, DST], "degrees(edges)")
-    if graphframes_available(nodes.sparkSession):
-        g = _graphframe(nodes, edges)
-        ins = g.inDegrees.select(ID, F.col("inDegree").cast("long").alias(IN_DEGREE))
-        outs = g.outDegrees.select(ID, F.col("outDegree").cast("long").alias(OUT_DEGREE))
-    else:
-        ins = edges.groupBy(F.col(DST).alias(ID)).agg(F.count("*").alias(IN_DEGREE))
-        outs = edges.groupBy(F.col(SRC).alias(ID)).agg(F.count("*").alias(OUT_DEGREE))
+    g = graphframe(nodes, edges)
+    ins = g.inDegrees.select(ID, F.col("inDegree").cast("long").alias(IN_DEGREE))
+    outs = g.outDegrees.select(ID, F.col("outDegree").cast("long").alias(OUT_DEGREE))
     return (
         nodes.select(ID)
         .join(ins, ID, "left")
@@ -129,51 +122,31 @@ def degrees(nodes: DataFrame, edges: DataFrame) -> DataFrame:
     )
 
 
-def weak_components(nodes: DataFrame, edges: DataFrame, max_rounds: int = 1000) -> DataFrame:
-    """``id, component`` for every node: equal components ⇔ connected ignoring edge direction.
+def _smallest_member_labels(labelled: DataFrame) -> DataFrame:
+    """``id, component`` with each component named by its smallest node id, whatever the algorithm's labels."""
+    smallest = labelled.groupBy(COMPONENT).agg(F.min(ID).alias("_first"))
+    return labelled.join(smallest, COMPONENT).select(ID, F.col("_first").alias(COMPONENT))
 
-    With GraphFrames this is its ``connectedComponents``; otherwise min-label propagation with
-    pointer jumping (each node adopts the smallest label among itself and its neighbours, then the
-    label of that label), which stops when no label changes; the label is the component's
-    smallest node id either way.
-    """
+
+def weak_components(nodes: DataFrame, edges: DataFrame) -> DataFrame:
+    """``id, component`` for every node: equal ⇔ connected ignoring edge direction (GraphFrames'
+    ``connectedComponents``); a component is named by its smallest node id."""
     require_columns(nodes, [ID], "weak_components(nodes)")
     require_columns(edges, [SRC, DST], "weak_components(edges)")
-    if graphframes_available(nodes.sparkSession):
-        cc = _graphframe(nodes, edges).connectedComponents(use_local_checkpoints=True)
-        return cc.select(ID, F.col(COMPONENT).cast("long").alias(COMPONENT))
-    links = edges.select(SRC, DST)
-    labels = nodes.select(ID, F.col(ID).alias(COMPONENT)).localCheckpoint()
-    for rounds in range(1, max_rounds + 1):
-        # Labels travel both ways along every edge: undirected, without materialising reversed edges.
-        forward = links.join(labels.withColumnRenamed(ID, SRC), SRC).select(F.col(DST).alias(ID), COMPONENT)
-        backward = links.join(labels.withColumnRenamed(ID, DST), DST).select(F.col(SRC).alias(ID), COMPONENT)
-        offers = forward.unionByName(backward).groupBy(ID).agg(F.min(COMPONENT).alias("_offer"))
-        lowest = labels.join(offers, ID, "left").select(ID, F.least(COMPONENT, "_offer").alias(COMPONENT))
-        hop = lowest.select(F.col(ID).alias(COMPONENT), F.col(COMPONENT).alias("_jump"))
-        jumped = lowest.join(hop, COMPONENT, "left").select(ID, F.least(COMPONENT, "_jump").alias(COMPONENT))
-        jumped = jumped.localCheckpoint()
-        changed = jumped.join(labels.withColumnRenamed(COMPONENT, "_old"), ID).filter(F.col(COMPONENT) != F.col("_old"))
-        labels = jumped
-        if changed.isEmpty():
-            log.info("weak components: converged after %d rounds", rounds)
-            return labels
-    raise RuntimeError(f"weak components did not converge in {max_rounds} rounds")
+    # graphframes-py 0.11.0's default max_iter is 2 ^ 31 - 2 = 31 (XOR): give it the intended bound.
+    cc = graphframe(nodes, edges).connectedComponents(use_local_checkpoints=True, max_iter=MAX_ITER)
+    return _smallest_member_labels(cc.select(ID, F.col(COMPONENT).cast("long").alias(COMPONENT)))
 
 
-def graphframes_shortest_paths(nodes: DataFrame, edges: DataFrame, landmarks: list[int]) -> DataFrame:
-    """GraphFrames' ``shortestPaths``: ``id, landmark, distance`` from each vertex to each landmark.
+def strong_components(nodes: DataFrame, edges: DataFrame) -> DataFrame:
+    """``id, component`` for every node: equal ⇔ each reaches the other along directed links
+    (GraphFrames' ``stronglyConnectedComponents``, run to convergence); named by the smallest id."""
+    require_columns(nodes, [ID], "strong_components(nodes)")
+    require_columns(edges, [SRC, DST], "strong_components(edges)")
+    scc = graphframe(nodes, edges).stronglyConnectedComponents(maxIter=MAX_ITER)
+    return _smallest_member_labels(scc.select(ID, F.col(COMPONENT).cast("long").alias(COMPONENT)))
 
-    Only with GraphFrames' JVM library (:class:`GraphFramesUnavailable` otherwise); for comparison.
-    """
-    sp = _graphframe(nodes, edges).shortestPaths(landmarks=list(landmarks))
-    return sp.select(ID, F.explode("distances").alias("landmark", "distance"))
 
-
-def graphframes_bfs_length(nodes: DataFrame, edges: DataFrame, source: int, target: int, max_len: int) -> int | None:
-    """Length of GraphFrames' ``bfs`` shortest path from ``source`` to ``target``, or None."""
-    paths = _graphframe(nodes, edges).bfs(f"id = {int(source)}", f"id = {int(target)}", maxPathLength=max_len)
-    row = paths.limit(1).collect()
-    if not row:
-        return None
-    return sum(1 for c in paths.columns if c.startswith("e"))
+def component_sizes(components: DataFrame) -> DataFrame:
+    """``component, size`` of an ``id, component`` table, largest first (ties: smallest name first)."""
+    return components.groupBy(COMPONENT).agg(F.count("*").alias("size")).orderBy(F.desc("size"), COMPONENT)

@@ -1,7 +1,8 @@
 """Reproducible games: uniformly random reachable (source, target) pairs with exact optimal lengths.
 
 Draw ``i`` of seed ``S`` is a pure function of ``(S, i)``: two 64-bit SplitMix hashes pick a source
-rank among all nodes and a target rank among the eligible targets (nodes in id order). Nothing
+rank among the sources (all nodes, or the largest strongly connected component's) and a target rank
+among the eligible targets (in id order). Nothing
 depends on partitioning or on how many draws are resolved at once, so the same graph, seed and
 options give the same games on any number of cores or executors, with either distance method.
 
@@ -23,8 +24,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wikigame_spark.config import SampleGamesConfig
-from wikigame_spark.graph.csr import UNREACHABLE_REASONS
 from wikigame_spark.graph.distances import PairDistances, pair_distances
+from wikigame_spark.graph.reach import UNREACHABLE_REASONS
 from wikigame_spark.schemas import DST, GAMES, ID, LANGUAGE, NODES, SRC, require_columns
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,8 @@ SAME_NODE_CODE = -100
 
 def resolve_draws(oracle: PairDistances, seed: int, start: int, count: int) -> Draws:
     """Node ids and exact distances (or why not) for draws ``start … start+count−1``."""
-    s_rank, t_rank = draw_ranks(seed, start, count, oracle.num_nodes, oracle.num_targets)
-    source = oracle.node_ids(s_rank)
+    s_rank, t_rank = draw_ranks(seed, start, count, oracle.num_sources, oracle.num_targets)
+    source = oracle.source_ids(s_rank)
     target = oracle.target_ids(t_rank)
     distance = np.full(count, SAME_NODE_CODE, dtype=np.int32)
     differ = source != target
@@ -156,6 +157,9 @@ def accept(distance: np.ndarray, games: int, strata: tuple[tuple[int, int], ...]
         "games": int(accepted.size),
         "discarded": draws - int(accepted.size),
         "unreachable": sum(by[name] for name in UNREACHABLE_REASONS.values()),
+        # every unreachable pair is decided from degrees and SCCs alone; only reachable ones are searched
+        "decided_by_reachability": sum(by[name] for name in UNREACHABLE_REASONS.values()),
+        "searched": int(np.sum(d > 0)),
         "discarded_by": by,
         "band_quotas": quotas,
         "band_games": [int(np.sum(band[accepted] == b)) for b in range(len(quotas))],
@@ -193,13 +197,14 @@ def sample_games(nodes: DataFrame, edges: DataFrame, cfg: SampleGamesConfig) -> 
         edges,
         targets if (cfg.target_language or cfg.targets_where) else None,
         cfg.method,
-        cfg.local_max_edges,
+        cfg.largest_scc,
         cfg.bfs_batch_pairs,
     )
+    where = " in the largest strongly connected component" if cfg.largest_scc else ""
     if oracle.num_targets == 0:
-        raise ValueError("no node passes the target filters (--target-language / --targets-where)")
-    if oracle.num_nodes < 2:
-        raise ValueError(f"the graph has {oracle.num_nodes} node(s); a game needs two")
+        raise ValueError(f"no node{where} passes the target filters (--target-language / --targets-where)")
+    if oracle.num_sources < 2:
+        raise ValueError(f"the graph has {oracle.num_sources} node(s){where}; a game needs two")
     prepared = time.perf_counter()
     strata = cfg.strata()
     limit = cfg.draw_limit()
@@ -240,7 +245,9 @@ def sample_games(nodes: DataFrame, edges: DataFrame, cfg: SampleGamesConfig) -> 
             "method": oracle.method,
             "resolved_draws": done,
             "eligible_targets": oracle.num_targets,
-            "nodes": oracle.num_nodes,
+            "sources": oracle.num_sources,
+            "largest_scc": cfg.largest_scc,
+            "largest_scc_nodes": oracle.giant_size,
             "strata": [f"{lo}-{hi}" for lo, hi in strata],
             "optimal_steps": {int(k): int(v) for k, v in zip(steps, freq)},
         }

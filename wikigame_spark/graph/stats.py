@@ -1,9 +1,12 @@
-"""The paper's graph statistics: its Table 1 row and Figure 1B (reachability within k steps).
+"""The paper's graph statistics (Table 1 row, Figure 1B) and the graph's components, on GraphFrames.
 
 Table 1: nodes, edges, % disconnected (no links in or out), % unreachable (links out, none in),
 % dead ends (links in, none out), mean edges per node and per connected node (one that has any
-link), mean title length in characters. Figure 1B: for seeded random ordered pairs of distinct
-nodes, the fraction whose target is reachable from the source within k steps, k = 0…max.
+link), mean title length in characters. Components: weakly and strongly connected components
+(GraphFrames' ``connectedComponents`` and ``stronglyConnectedComponents``), their number and the
+size and share of the largest (LLM-WikiRace plays inside the largest SCC), and the largest in- and
+out-degrees. Figure 1B: for seeded random ordered pairs of distinct nodes, the fraction whose target
+is reachable from the source within k steps, k = 0…max.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pyspark.sql import functions as F
 from wikigame_spark.config import GraphStatsConfig
 from wikigame_spark.graph import frame
 from wikigame_spark.graph.distances import PairDistances, pair_distances
+from wikigame_spark.graph.reach import UNREACHABLE_REASONS
 from wikigame_spark.graph.sampling import SAME_NODE_CODE, resolve_draws
 from wikigame_spark.schemas import DST, ID, SRC, TITLE, require_columns
 
@@ -61,8 +65,8 @@ def table1(nodes: DataFrame, edges: DataFrame) -> dict:
 
 def random_pair_distances(oracle: PairDistances, seed: int, pairs: int) -> np.ndarray:
     """Distances (or negative codes) of the first ``pairs`` seeded draws with source ≠ target."""
-    if oracle.num_nodes < 2:
-        raise ValueError(f"the graph has {oracle.num_nodes} node(s); pairs need two")
+    if oracle.num_sources < 2:
+        raise ValueError(f"the graph has {oracle.num_sources} node(s); pairs need two")
     found: list[np.ndarray] = []
     start, have = 0, 0
     while have < pairs:
@@ -118,10 +122,98 @@ def plot_reach(curve: dict, title: str) -> bytes:
     return buf.getvalue()
 
 
+def components(nodes: DataFrame, edges: DataFrame) -> dict:
+    """Weakly and strongly connected components and degree maxima, by GraphFrames."""
+    n = nodes.count()
+    out = {}
+    for kind, labels in (
+        ("wcc", frame.weak_components(nodes, edges)),
+        ("scc", frame.strong_components(nodes, edges)),
+    ):
+        sizes = frame.component_sizes(labels).persist()
+        row = sizes.agg(F.count("*").alias("count"), F.max("size").alias("largest")).first()
+        largest = int(row["largest"] or 0)
+        out.update(
+            {
+                f"{kind}_count": int(row["count"]),
+                f"largest_{kind}_nodes": largest,
+                f"largest_{kind}_share": largest / n if n else 0.0,
+                f"{kind}_singletons": sizes.filter("size = 1").count(),
+            }
+        )
+        sizes.unpersist()
+    deg = frame.degrees(nodes, edges).agg(
+        F.max(frame.IN_DEGREE).alias("max_in_degree"), F.max(frame.OUT_DEGREE).alias("max_out_degree")
+    )
+    out.update({k: int(v or 0) for k, v in deg.first().asDict().items()})
+    return out
+
+
 def graph_stats(nodes: DataFrame, edges: DataFrame, cfg: GraphStatsConfig) -> dict:
-    """Table 1 and Figure 1B for a graph; the oracle's method is recorded with the curve."""
-    stats = {"table1": table1(nodes, edges)}
-    oracle = pair_distances(nodes, edges, None, cfg.method, cfg.local_max_edges, cfg.bfs_batch_pairs)
-    curve = reach_curve(random_pair_distances(oracle, cfg.seed, cfg.pairs))
-    stats["reachability"] = {**curve, "seed": cfg.seed, "method": oracle.method}
+    """Table 1, components and Figure 1B for a graph; the oracle's method is recorded with the curve."""
+    stats = {"table1": table1(nodes, edges), "components": components(nodes, edges)}
+    oracle = pair_distances(nodes, edges, None, cfg.method, False, cfg.bfs_batch_pairs)
+    distances = random_pair_distances(oracle, cfg.seed, cfg.pairs)
+    curve = reach_curve(distances)
+    decided = int(np.isin(distances, list(UNREACHABLE_REASONS)).sum())
+    stats["reachability"] = {**curve, "seed": cfg.seed, "method": oracle.method, "decided_by_reachability": decided}
     return stats
+
+
+_TABLE1_LABELS = {
+    "nodes": "nodes",
+    "edges": "edges",
+    "pct_disconnected": "% disconnected (no links in or out)",
+    "pct_unreachable": "% unreachable (links out, none in)",
+    "pct_dead_ends": "% dead ends (links in, none out)",
+    "mean_edges_per_node": "mean edges per node",
+    "mean_edges_per_connected_node": "mean edges per connected node",
+    "mean_title_length": "mean title length (characters)",
+}
+_COMPONENT_LABELS = {
+    "wcc_count": "weakly connected components",
+    "largest_wcc_nodes": "largest WCC (nodes)",
+    "largest_wcc_share": "largest WCC (share of nodes)",
+    "scc_count": "strongly connected components",
+    "largest_scc_nodes": "largest SCC (nodes)",
+    "largest_scc_share": "largest SCC (share of nodes)",
+    "scc_singletons": "SCCs of one node",
+    "max_in_degree": "largest in-degree",
+    "max_out_degree": "largest out-degree",
+}
+
+
+def render(report: dict, title: str, png: bytes, png_name: str) -> dict[str, bytes]:
+    """``stats.md`` (the figure by its file name ``png_name``) and ``stats.html`` (inlined) of a report."""
+    import pandas as pd
+
+    from wikigame_spark.evaluation.report import _Doc
+
+    def rows(values: dict, labels: dict) -> pd.DataFrame:
+        shown = [str(v) if isinstance(v, int) else f"{v:.4g}" for v in (values[k] for k in labels)]
+        return pd.DataFrame({"statistic": list(labels.values()), "value": shown})
+
+    r = report["reachability"]
+    doc = _Doc()
+    doc.heading(title, 1)
+    doc.heading("Table 1")
+    doc.table(rows(report["table1"], _TABLE1_LABELS))
+    doc.heading("Components (GraphFrames)")
+    doc.table(rows(report["components"], _COMPONENT_LABELS))
+    doc.heading("Reachability (Figure 1B)")
+    doc.para(
+        f"{r['reachable']} of {r['pairs']} random ordered pairs (seed {r['seed']}, method {r['method']}) are "
+        f"reachable; mean shortest path {r['mean_steps_reachable']}; {r['decided_by_reachability']} pairs "
+        "were decided unreachable from degrees and strongly connected components, without a search."
+    )
+    steps = pd.DataFrame(
+        {
+            "k": range(len(r["pairs_at_steps"])),
+            "pairs at k": r["pairs_at_steps"],
+            "reachable within k": r["fraction_within_steps"],
+        }
+    )
+    doc.table(steps)
+    doc.figure("reachability", png, "reachable within k steps")
+    md = doc.markdown().replace("figures/reachability.png", png_name)
+    return {"stats.md": md.encode("utf-8"), "stats.html": doc.html(title).encode("utf-8")}
