@@ -144,7 +144,7 @@ PROTOCOLS: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {},
     "llm-wikirace": {
         "PlayConfig": {"max_steps": 30, "allow_revisits": True, "max_titles": 0},
-        "SampleGamesConfig": {"stratify": "3-4,5-6,7-8"},
+        "SampleGamesConfig": {"largest_scc": True, "stratify": "3-4,5-6,7-8"},
     },
 }
 

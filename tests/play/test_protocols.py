@@ -169,6 +169,44 @@ def study(ltg_graph, tmp_path_factory):
         yield {"games": games, "plays": plays, "report": report, "uri": f"sqlite:///{tmp}/mlflow.db"}
 
 
+def largest_scc(graph_dir: str) -> set[int]:
+    """The largest strongly connected component by Kosaraju's two passes, in plain Python
+    (independent of the sampling code)."""
+    edges = pq.read_table(f"{graph_dir}/edges").to_pandas()
+    n = int(pq.read_table(f"{graph_dir}/nodes", columns=["id"]).column("id").to_numpy().max()) + 1
+    out, into = [[] for _ in range(n)], [[] for _ in range(n)]
+    for s, d in zip(edges.src, edges.dst):
+        out[s].append(d)
+        into[d].append(s)
+    order, seen = [], [False] * n
+    for root in range(n):  # finishing order of a depth-first search over out-links
+        if seen[root]:
+            continue
+        seen[root], stack = True, [(root, iter(out[root]))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next((v for v in it if not seen[v]), None)
+            if nxt is None:
+                order.append(node)
+                stack.pop()
+            else:
+                seen[nxt] = True
+                stack.append((nxt, iter(out[nxt])))
+    comp, best = [-1] * n, set()
+    for root in reversed(order):  # components: searches over in-links, latest finished first
+        if comp[root] >= 0:
+            continue
+        comp[root], members, todo = root, {root}, [root]
+        while todo:
+            for v in into[todo.pop()]:
+                if comp[v] < 0:
+                    comp[v] = root
+                    members.add(v)
+                    todo.append(v)
+        best = max(best, members, key=len)
+    return best
+
+
 def read_plays(directory):
     return pd.concat(
         pq.read_table(os.path.join(directory, d, "plays")).to_pandas()
@@ -177,10 +215,12 @@ def read_plays(directory):
     )
 
 
-def test_sampling_preset_bands_and_manifest(spark, study):
-    manifest = io.read_manifest(spark, study["games"])
-    assert manifest["options"]["protocol"] == "llm-wikirace" and manifest["options"]["stratify"] == "3-4,5-6,7-8"
+def test_sampling_preset_scc_bands_and_manifest(spark, ltg_graph, study):
+    options = io.read_manifest(spark, study["games"])["options"]
+    assert options["protocol"] == "llm-wikirace" and options["stratify"] == "3-4,5-6,7-8" and options["largest_scc"]
     games = pq.read_table(f"{study['games']}/games").to_pandas()
+    giant = largest_scc(ltg_graph)
+    assert set(games.source) <= giant and set(games.target) <= giant
     bands = games.optimal_steps.map(lambda d: (d + 1) // 2 * 2 - 1)  # 3-4 → 3, 5-6 → 5, 7-8 → 7
     assert bands.value_counts().to_dict() == {3: 8, 5: 8, 7: 8}
 
