@@ -10,6 +10,18 @@ model hub and no account. The server listens on 127.0.0.1 only. Two engines serv
   builds it from the llama.cpp source inside the installed llama-cpp-python's PyPI sdist;
   ``LLAMA_SERVER`` names another binary.
 
+Both render the conversation in Gemma's own turn format (``<start_of_turn>user … <end_of_turn>``,
+the system message folded into the first user turn, as Gemma has no system role) and stop at the
+end of a turn: the GGUF carries no chat template, so the format is named (llama-cpp-python's
+``gemma`` chat format; llama-server's built-in ``gemma`` template). The native server also gives a
+request that names no ``max_tokens`` a cap of its own. Neither engine stops a reply it is
+generating when the client hangs up (llama_cpp.server drops only queued ones), so the client's
+cap is what bounds abandoned work (the agents have one by default).
+
+The bundled model is the pretrained **base** Gemma-3-270M (no chat template, no instruction
+tuning in its metadata): it checks the plumbing (a real server, real tokens, every outcome path),
+it does not play the game. Runs made with it are labelled so (:data:`PLUMBING_MODELS`).
+
     python -m wikigame_spark.agents.local_server --port 8080 [--engine native --parallel 8]
 """
 
@@ -27,11 +39,20 @@ import sys
 import time
 import urllib.request
 
+from wikigame_spark.agents import prompts
 from wikigame_spark.session import PROJECT_DIR
 
 MODEL_ALIAS = "gemma-3-270m"
 PYTHON, NATIVE = "python", "native"
 ENGINES = (PYTHON, NATIVE)
+CHAT_FORMAT = "gemma"  # llama-server's built-in template; the python engine's equivalent is GEMMA_TURNS
+# llama-cpp-python's own "gemma" format drops the system message: the python engine registers this
+# one instead, which folds it into the first user turn as Gemma's template and llama-server do.
+GEMMA_TURNS = "gemma-turns"
+# The native server's cap for a request that names none: above the reasoning agent's default cap.
+SERVER_MAX_TOKENS = 2048
+# Models served here that check the plumbing, not play: the base Gemma-3-270M is not instruction-tuned.
+PLUMBING_MODELS = frozenset({MODEL_ALIAS})
 
 
 def gguf_path() -> str:
@@ -87,8 +108,14 @@ class LlamaServer:
     def command(self) -> list[str]:
         where = ["--host", "127.0.0.1", "--port", str(self.port)]
         if self.engine == NATIVE:
-            # Every slot gets n_ctx tokens of context; no web UI.
+            # Every slot gets n_ctx tokens of context; a request without max_tokens gets SERVER_MAX_TOKENS;
+            # the built-in template (no Jinja: with it, a template name would be read as a template); no web UI.
             return [native_binary(), "--model", gguf_path(), "--alias", MODEL_ALIAS, *where] + [
+                "--no-jinja",
+                "--chat-template",
+                CHAT_FORMAT,
+                "--n-predict",
+                str(SERVER_MAX_TOKENS),
                 "--ctx-size",
                 str(self.n_ctx * self.parallel),
                 "--parallel",
@@ -97,11 +124,11 @@ class LlamaServer:
                 str(self.threads),
                 "--no-webui",
             ]
-        model = ["--model", gguf_path(), "--model_alias", MODEL_ALIAS]
+        model = ["--model", gguf_path(), "--model_alias", MODEL_ALIAS, "--chat_format", GEMMA_TURNS]
         return [
             sys.executable,
-            "-m",
-            "llama_cpp.server",
+            "-c",
+            "from wikigame_spark.agents.local_server import serve_python; serve_python()",
             *model,
             *where,
             "--n_ctx",
@@ -143,6 +170,18 @@ class LlamaServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def serve_python() -> None:
+    """``python -m llama_cpp.server`` (its flags from ``sys.argv``) with :data:`GEMMA_TURNS` registered."""
+    from llama_cpp.llama_chat_format import ChatFormatterResponse, register_chat_format
+    from llama_cpp.server.__main__ import main as serve
+
+    @register_chat_format(GEMMA_TURNS)
+    def gemma_turns(messages, **_):
+        return ChatFormatterResponse(prompt=prompts.gemma_prompt(messages), stop=prompts.GEMMA_END)
+
+    serve()
 
 
 def main() -> None:
