@@ -70,6 +70,9 @@ test: install llama-server browser
 
 # The main job on the embedded default, then the whole study on it: the complete Latgalian
 # Wikipedia → graph → statistics → games → embedding, TF-IDF, random and Gemma (llama.cpp) runs in MLflow.
+# The bundled Gemma-3-270M GGUF is the pretrained BASE model, not the instruction-tuned one: its games
+# check the plumbing (a real server in Gemma's turn format, real tokens, every outcome path), they do not
+# measure play; the report lists them as plumbing checks with outcome counts, no success rate.
 DEMO_GRAPH := $(OUT)/ltgwiki
 DEMO_PLAY := $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --experiment wikigame-demo --overwrite
 LLAMA_PORT ?= 8765
@@ -89,7 +92,7 @@ demo: install
 	trap "kill $$server 2>/dev/null" EXIT; \
 	for i in $$(seq 300); do curl -sf http://127.0.0.1:$(LLAMA_PORT)/v1/models >/dev/null && break; sleep 1; done; \
 	$(DEMO_PLAY) --agent llm --model gemma-3-270m --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100 \
-	  --max-tokens 200 --concurrency 1  # llama_cpp.server: one request at a time, replies capped
+	  --concurrency 1 --run-name llm-gemma-3-270m-base-plumbing  # one request at a time; replies capped at the agent's default
 	$(PY) jobs/report.py --experiment wikigame-demo --output $(OUT)/report --overwrite
 	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
 

@@ -8,8 +8,12 @@ engine is measured: ``python`` (llama_cpp.server: one request at a time whatever
 machine's 2 cores, so they show what limits a local server; the same games against a stand-in for
 a hosted API (a fixed ``--latency`` per request, no work here) show what the client itself does.
 
+The servers render Gemma's own turn format and the agent caps replies at its default (200 tokens)
+unless ``--max-tokens`` says otherwise. The bundled model is the base Gemma-3-270M: the outcome
+counts printed check the plumbing, they are not a measure of play.
+
     python bench/bench_llm.py [--games 8] [--concurrency 8] [--max-steps 3] [--engines python native]
-        [--latency 1.0]
+        [--latency 1.0] [--max-tokens N]
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import os
 import sys
 import time
+from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -40,6 +45,7 @@ def main() -> None:
     p.add_argument("--max-steps", type=int, default=3)
     p.add_argument("--max-titles", type=int, default=50)
     p.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
+    p.add_argument("--max-tokens", type=int, default=0, help="completion cap per request (0: the agent's default)")
     p.add_argument(
         "--latency", type=float, default=1.0, help="seconds per request of the hosted-API stand-in (0: skip)"
     )
@@ -73,7 +79,7 @@ def compare(label: str, games: list[dict], graph: WorkerGraph, base_url: str, mo
             "max_titles": args.max_titles,
             "concurrency": concurrency,
             "timeout": 600,
-            "max_tokens": 100,
+            "max_tokens": args.max_tokens,
         }
         agent = LlmAgent(graph, settings, {})
         start = time.perf_counter()
@@ -83,9 +89,11 @@ def compare(label: str, games: list[dict], graph: WorkerGraph, base_url: str, mo
         tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows) / len(rows)
         completion = sum(r["completion_tokens"] for r in rows) / len(rows)
         queries = sum(r["queries"] for r in rows) / len(rows)
+        outcomes = Counter(r["outcome"] for r in rows)
         print(
             f"{label}, concurrency {concurrency}: {len(rows) / seconds * 60:.1f} games/min ({seconds:.0f} s), "
-            f"{queries:.1f} queries, {tokens:.0f} tokens ({completion:.0f} generated) per game"
+            f"{queries:.1f} queries, {tokens:.0f} tokens ({completion:.0f} generated, "
+            f"{completion / max(queries, 1e-9):.0f} per reply) per game; outcomes {dict(sorted(outcomes.items()))}"
         )
     (_, t1), (_, tn) = results[1], results[args.concurrency]
     print(f"{label}: ratio {t1 / tn:.2f}x with concurrency {args.concurrency} (bar >= 4x)")

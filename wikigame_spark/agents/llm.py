@@ -27,6 +27,12 @@ from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agen
 from wikigame_spark.agents.embedding import EmbeddingAgent
 from wikigame_spark.agents.llm_client import BadRequest, ChatClient, NoResponse, server_identity
 
+# Completion caps when --max-tokens is not given. The paper's answer, {"title": …, "reason": …},
+# takes well under 200 tokens; a reasoning reply thinks before its <answer>. Without a cap a model
+# that never ends its turn (a base model) generates to the context limit for every query.
+MAX_TOKENS = 200
+REASONING_MAX_TOKENS = 1024
+
 HALLUCINATION = "hallucination"
 BAD_REQUEST = "bad_request"
 NO_RESPONSE = "no_response"
@@ -37,6 +43,7 @@ NO_ANSWER = "no_answer"
 class LlmAgent(Agent):
     reasoning = False
     outcomes = (HALLUCINATION, BAD_REQUEST, NO_RESPONSE)
+    default_max_tokens = MAX_TOKENS
 
     @classmethod
     def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
@@ -63,7 +70,7 @@ class LlmAgent(Agent):
             timeout=float(s.get("timeout", 60.0)),
             retries=int(s.get("http_retries", 5)),
             backoff=float(s.get("backoff", 1.0)),
-            max_tokens=s.get("max_tokens") or None,
+            max_tokens=int(s.get("max_tokens") or 0) or self.default_max_tokens,
             cache_dir=s.get("response_cache") or "",
         )
         self.max_titles = int(s.get("max_titles", 200))
@@ -138,3 +145,4 @@ class ReasoningAgent(LlmAgent):
 
     reasoning = True
     outcomes = (*LlmAgent.outcomes, NO_ANSWER)
+    default_max_tokens = REASONING_MAX_TOKENS

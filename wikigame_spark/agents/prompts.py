@@ -161,3 +161,27 @@ def parse_reply(reply: str | None, shown: set[str], reasoning: bool = False) -> 
         return Parsed(NO_TITLE_REPLY)
     title = title.strip()
     return Parsed(OK, title) if title in shown else Parsed(NOT_IN_LIST_REPLY, title)
+
+
+# Gemma's own turn format, for servers of a GGUF that carries no chat template (local_server.py).
+GEMMA_START = "<start_of_turn>"
+GEMMA_END = "<end_of_turn>"
+
+
+def gemma_prompt(messages: list[dict]) -> str:
+    """The conversation as Gemma's chat template (and llama.cpp's built-in ``gemma`` template)
+    renders it: ``<start_of_turn>user|model`` turns closed by ``<end_of_turn>``, the system message
+    folded into the first user turn (Gemma has no system role), contents trimmed, and an open model
+    turn at the end for the reply."""
+    system = "".join(m["content"].strip() for m in messages if m["role"] == "system")
+    out = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        role = "model" if m["role"] == "assistant" else m["role"]
+        out.append(f"{GEMMA_START}{role}\n")
+        if system and role != "model":
+            out.append(f"{system}\n\n")
+            system = ""
+        out.append(f"{m['content'].strip()}{GEMMA_END}\n")
+    return "".join(out) + f"{GEMMA_START}model\n"
