@@ -350,10 +350,10 @@ class OpenAlexBuildConfig:
     language: str = ""  # recorded for game sampling (targets in this language); nodes are not filtered
     endpoint_url: str = ""  # S3-compatible server other than AWS (path-style addressing)
     format: str = "auto"  # auto: Parquet when the snapshot has it, else JSON lines
-    allow_empty: bool = False  # write a field graph without nodes instead of failing
     overwrite: bool = False
     allow_partial: bool = False  # manifest entries missing or of another size/count: warn, not fail
     include_xpac: bool = False
+    allow_empty: bool = False  # write a field graph without nodes instead of failing
 
     def validate(self) -> None:
         import re
