@@ -100,6 +100,5 @@ def test_an_abandoned_request_ends_at_its_cap(tmp_path):
                 decoded = state["next_token"][0]["n_decoded"]
             time.sleep(0.2)
         assert decoded is not None and decoded <= CAP
-        assert state["prompt"].endswith(EXPECTED)  # the slot's prompt: Gemma's turns after <bos>
         reply = ChatClient(server.model, base_url=server.base_url, max_tokens=CAP, timeout=600).chat(MESSAGES)
         assert 0 < reply.completion_tokens <= CAP
