@@ -4,8 +4,9 @@
 # MAGIC An OpenAlex works snapshot → one symmetric citation graph per field, by `jobs/build_openalex.py`.
 # MAGIC On Databricks point `snapshot` at `s3://openalex` (the public bucket) or a copy in a volume.
 # MAGIC Locally the default is the real two-file sample in `../shared/data/openalex/snapshot`, whose
-# MAGIC manifest lists 465 files (hence `allow_partial`), and whose works have no `primary_topic`:
-# MAGIC the graphs come out empty, and the manifest's accounting says why.
+# MAGIC manifest lists 465 files (hence `allow_partial`). Its works (2021-2023) have no `primary_topic`,
+# MAGIC so the job stops with one line saying the snapshot predates OpenAlex topics: set `snapshot`
+# MAGIC to a works snapshot from 2024 or later (any copy of `s3://openalex`, or a local one).
 
 # COMMAND ----------
 
