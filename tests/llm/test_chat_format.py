@@ -89,9 +89,12 @@ def test_an_abandoned_request_ends_at_its_cap(tmp_path):
     if not native_available():
         pytest.skip("llama-server not built (make llama-server; `make test` builds it)")
     with LlamaServer(engine=NATIVE, n_ctx=2048, log_path=str(tmp_path / "server.log")) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="x", timeout=1, max_retries=0)
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", timeout=0.5, max_retries=0)
+        # ignore_eos: the reply runs to its cap, 400 tokens, seconds past the client's 0.5 s
         with pytest.raises(openai.APITimeoutError):
-            client.chat.completions.create(model=server.model, messages=MESSAGES, max_tokens=CAP)
+            client.chat.completions.create(
+                model=server.model, messages=MESSAGES, max_tokens=400, extra_body={"ignore_eos": True}
+            )
         client.close()
         deadline, decoded = time.monotonic() + 900, None  # bounded wait for the slot to go idle
         while decoded is None and time.monotonic() < deadline:
@@ -99,6 +102,6 @@ def test_an_abandoned_request_ends_at_its_cap(tmp_path):
             if not state["is_processing"] and "next_token" in state:
                 decoded = state["next_token"][0]["n_decoded"]
             time.sleep(0.2)
-        assert decoded is not None and decoded <= CAP
+        assert decoded is not None and decoded <= 400
         reply = ChatClient(server.model, base_url=server.base_url, max_tokens=CAP, timeout=600).chat(MESSAGES)
         assert 0 < reply.completion_tokens <= CAP
