@@ -110,6 +110,24 @@ def llm_args(server) -> list[str]:
     ]
 
 
+def play_every_agent(
+    graph: str, games_dir: str, games_list: list[dict], out: str, prefix: str, llama, llm_games: int
+) -> set[str]:
+    """Embedding, TF-IDF and random on every game, the LLM on the first ``llm_games``, each run
+    checked; the run names. The server's log must not show a fallback chat format."""
+    runs = set()
+    for agent in ("embedding", "tfidf", "random"):
+        name = f"{prefix}-{agent}"
+        check_plays(play(graph, games_dir, agent, f"{out}/{agent}", name), games_list, agent)
+        runs.add(name)
+    name = f"{prefix}-llm"
+    plays = play(graph, games_dir, "llm", f"{out}/llm", name, "--games", str(llm_games), *llm_args(llama))
+    check_plays(plays, sorted(games_list, key=lambda g: g["game_id"])[:llm_games], "llm")
+    runs.add(name)
+    assert "fallback chat format" not in open(llama.log_path, encoding="utf-8", errors="replace").read().lower()
+    return runs
+
+
 def check_plays(plays: list[dict], games_list: list[dict], agent: str) -> None:
     """Every game played once, routes that start at the source, outcomes the agent can have."""
     assert sorted(p["game_id"] for p in plays) == sorted(g["game_id"] for g in games_list)

@@ -52,25 +52,7 @@ def test_openalex_through_every_stage(ltg_graph, tracking, llama, tmp_path, tmp_
     assert manifest["graph"]["kind"] == "openalex-graph"
 
     games_dir = str(tmp_path / "games")
-    runs = set()
-    for agent in ("embedding", "tfidf", "random"):
-        name = f"e2e-openalex-{agent}"
-        plays = e2e.play(graph, games_dir, agent, str(tmp_path / "plays" / agent), name)
-        e2e.check_plays(plays, games, agent)
-        runs.add(name)
-    plays = e2e.play(
-        graph,
-        games_dir,
-        "llm",
-        str(tmp_path / "plays" / "llm"),
-        "e2e-openalex-llm",
-        "--games",
-        str(LLM_GAMES),
-        *e2e.llm_args(llama),
-    )
-    e2e.check_plays(plays, sorted(games, key=lambda g: g["game_id"])[:LLM_GAMES], "llm")
-    runs.add("e2e-openalex-llm")
-    assert "fallback chat format" not in open(llama.log_path, encoding="utf-8", errors="replace").read().lower()
+    runs = e2e.play_every_agent(graph, games_dir, games, str(tmp_path / "plays"), "e2e-openalex", llama, LLM_GAMES)
 
     # the other source in the same experiment: the report then has two graphs to compare
     ltg_games, _ = e2e.games(ltg_graph, str(tmp_path / "ltg-games"), 4)

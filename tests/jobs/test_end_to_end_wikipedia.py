@@ -47,25 +47,7 @@ def test_latgalian_wikipedia_through_every_stage(ltg_graph, tracking, llama, tmp
     assert manifest["graph"]["nodes"] == 903 and len(manifest["graph"]["manifest_sha1"]) == 40
 
     games_dir = str(tmp_path / "games")
-    runs = set()
-    for agent in ("embedding", "tfidf", "random"):
-        name = f"e2e-wikipedia-{agent}"
-        plays = e2e.play(ltg_graph, games_dir, agent, str(tmp_path / "plays" / agent), name)
-        e2e.check_plays(plays, games, agent)
-        runs.add(name)
-    plays = e2e.play(
-        ltg_graph,
-        games_dir,
-        "llm",
-        str(tmp_path / "plays" / "llm"),
-        "e2e-wikipedia-llm",
-        "--games",
-        str(LLM_GAMES),
-        *e2e.llm_args(llama),
-    )
-    e2e.check_plays(plays, sorted(games, key=lambda g: g["game_id"])[:LLM_GAMES], "llm")
-    runs.add("e2e-wikipedia-llm")
-    assert "fallback chat format" not in open(llama.log_path, encoding="utf-8", errors="replace").read().lower()
+    runs = e2e.play_every_agent(ltg_graph, games_dir, games, str(tmp_path / "plays"), "e2e-wikipedia", llama, LLM_GAMES)
 
     # the other source in the same experiment: the report then has two graphs to compare
     openalex = e2e.openalex_graph(tmp_path_factory)

@@ -8,8 +8,6 @@ operations stop with :class:`GraphFramesUnavailable`, which says how to attach i
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -44,10 +42,9 @@ class Graph:
         """What names this graph in the outputs derived from it: path, manifest digest, size."""
         m = self.manifest
         counts = m.get("counts", {})
-        digest = hashlib.sha1(json.dumps(m, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
         return {
             "path": self.path,
-            "manifest_sha1": digest,
+            "manifest_sha1": io.manifest_sha1(m),
             "kind": m.get("kind"),
             "language": m.get("language"),
             "dbname": m.get("dbname"),
