@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 
 from tests.play.games import write_games
 from wikigame_spark.agents.base import AgentSpec, agent_class, worker_agent
+from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import play_games
-from wikigame_spark.play.worker_graph import WorkerGraph
 
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "wikipedia")
 OUT = os.path.join(ROOT, "out", "bench", "play")

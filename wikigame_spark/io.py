@@ -17,6 +17,8 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -25,6 +27,21 @@ import wikigame_spark
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+
+
+def arrow_path(path: str) -> tuple[pafs.FileSystem, str]:
+    """A pyarrow filesystem and path for a Hadoop-style path (local, file:, s3a:, hdfs:)."""
+    if path.startswith("s3a://"):
+        path = "s3://" + path[len("s3a://") :]
+    if "://" not in path:
+        return pafs.LocalFileSystem(), path
+    return pafs.FileSystem.from_uri(path)
+
+
+def read_columns(path: str, columns: list[str]):
+    """A Parquet table directory's columns as a pyarrow Table."""
+    fs, p = arrow_path(path)
+    return ds.dataset(p, filesystem=fs, format="parquet").to_table(columns=columns)
 
 
 class OutputExistsError(FileExistsError):

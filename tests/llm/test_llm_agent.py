@@ -7,8 +7,8 @@ import pytest
 from tests.llm.faulty_server import FaultyServer
 from tests.play.games import small_graph
 from wikigame_spark.agents.llm import LlmAgent, ReasoningAgent
+from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import SUCCESS, play_games
-from wikigame_spark.play.worker_graph import WorkerGraph
 
 BEHAVIOURS = ["good", "500", "slow", "refuse", "garbage", "blank", "invent", "notitle", "flaky", "busy", "noanswer"]
 

@@ -10,8 +10,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from wikigame_spark.io import manifest_sha1
-from wikigame_spark.play.worker_graph import read_columns
+from wikigame_spark.io import manifest_sha1, read_columns
 
 GAMES_ARROW = pa.schema(
     [

@@ -20,9 +20,9 @@ from wikigame_spark.agents.base import Agent, Choice
 from wikigame_spark.agents.llm import LlmAgent
 from wikigame_spark.config import ConfigError, PlayConfig, SampleGamesConfig, load_config
 from wikigame_spark.evaluation.loops import route_loops
+from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import LOOP, STEP_LIMIT, SUCCESS, offered_links
 from wikigame_spark.play.engine import play_games as play
-from wikigame_spark.play.worker_graph import WorkerGraph
 
 # 0 → 1, 0 → 2; 1 → 0, 1 → 3; 2 → 4; 3 → 1, 3 → 5; 4 → 5. Target 5.
 EDGES = [(0, 1), (0, 2), (1, 0), (1, 3), (2, 4), (3, 1), (3, 5), (4, 5)]

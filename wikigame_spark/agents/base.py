@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyspark.sql import SparkSession
 
-from wikigame_spark.play.worker_graph import WorkerGraph
+from wikigame_spark.graph.worker_graph import WorkerGraph
 
 
 @dataclass
@@ -113,7 +113,7 @@ _agents: dict[str, Agent] = {}
 
 def worker_agent(spec: AgentSpec, graph_dir: str) -> Agent:
     """The agent for ``spec``, built at most once per worker process."""
-    from wikigame_spark.play.worker_graph import worker_graph
+    from wikigame_spark.graph.worker_graph import worker_graph
 
     key = spec.key() + graph_dir
     with _lock:

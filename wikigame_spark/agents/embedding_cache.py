@@ -16,7 +16,6 @@ from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, Struc
 
 from wikigame_spark import io
 from wikigame_spark.agents.sentence_models import encode, load_model, model_slug
-from wikigame_spark.play.worker_graph import read_columns
 from wikigame_spark.schemas import ID, NODES, require_columns
 
 log = logging.getLogger(__name__)
@@ -70,7 +69,7 @@ def ensure_embeddings(
 
 def load_matrix(path: str, num_nodes: int) -> np.ndarray:
     """The cached vectors as an (N, d) float32 array indexed by node id."""
-    table = read_columns(f"{path}/vectors", [ID, VECTOR]).sort_by(ID)
+    table = io.read_columns(f"{path}/vectors", [ID, VECTOR]).sort_by(ID)
     ids = table.column(ID).to_numpy()
     if ids.size != num_nodes or (ids.size and (ids[0] != 0 or ids[-1] != num_nodes - 1)):
         raise ValueError(f"{path}: {ids.size} vectors for a graph of {num_nodes} nodes; rebuild the cache")

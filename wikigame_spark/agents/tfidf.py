@@ -23,7 +23,6 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 from wikigame_spark import io
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
-from wikigame_spark.play.worker_graph import read_columns
 from wikigame_spark.schemas import ID, NODES, SUMMARY
 
 TERM = "term"
@@ -112,7 +111,7 @@ class TfidfAgent(Agent):
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)
-        table = read_columns(f"{resources['vocab']}/vocab", [TERM, "idf"])
+        table = io.read_columns(f"{resources['vocab']}/vocab", [TERM, "idf"])
         self.idf = dict(zip(table.column(TERM).to_pylist(), table.column("idf").to_pylist()))
         self.texts = graph.titles if settings.get("use_titles") else graph.summaries
         self._targets: dict[int, dict] = {}

@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass, field
 
 from wikigame_spark.evaluation.humans import HUMAN, TIME_LIMIT
+from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.journal import Journal, read_events
 from wikigame_spark.play.engine import DEAD_END, STEP_LIMIT, SUCCESS, offered_links
-from wikigame_spark.play.worker_graph import WorkerGraph
 
 GAVE_UP = "gave_up"
 MAX_NAME = 40

@@ -16,10 +16,10 @@ from pyspark.sql import SparkSession
 
 from wikigame_spark import io, preflight
 from wikigame_spark.evaluation.humans import HUMAN
+from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.arena import Arena, plays_rows
 from wikigame_spark.play import runs
 from wikigame_spark.play.report import graph_params
-from wikigame_spark.play.worker_graph import WorkerGraph, read_columns
 from wikigame_spark.schemas import GAMES
 
 JOURNAL = "journal.jsonl"
@@ -68,7 +68,7 @@ class HumanPlayConfig:
 
 def load_games(games_dir: str, graph: WorkerGraph) -> list[dict]:
     """The games table as dicts in game_id order, checked against the graph."""
-    table = read_columns(f"{games_dir}/games", GAMES.fieldNames()).sort_by("game_id")
+    table = io.read_columns(f"{games_dir}/games", GAMES.fieldNames()).sort_by("game_id")
     games = table.to_pylist()
     bad = [
         g["game_id"] for g in games if not (0 <= g["source"] < graph.num_nodes and 0 <= g["target"] < graph.num_nodes)

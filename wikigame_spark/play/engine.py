@@ -21,7 +21,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 
 from wikigame_spark.agents.base import Agent, AgentSpec, StepRequest, worker_agent
-from wikigame_spark.play.worker_graph import WorkerGraph, worker_graph
+from wikigame_spark.graph.worker_graph import WorkerGraph, worker_graph
 from wikigame_spark.schemas import GAMES, PLAYS, require_columns
 
 log = logging.getLogger(__name__)

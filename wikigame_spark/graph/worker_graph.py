@@ -12,27 +12,11 @@ import logging
 import threading
 
 import numpy as np
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 
+from wikigame_spark.io import read_columns
 from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
 
 log = logging.getLogger(__name__)
-
-
-def arrow_path(path: str) -> tuple[pafs.FileSystem, str]:
-    """A pyarrow filesystem and path for a Hadoop-style path (local, file:, s3a:, hdfs:)."""
-    if path.startswith("s3a://"):
-        path = "s3://" + path[len("s3a://") :]
-    if "://" not in path:
-        return pafs.LocalFileSystem(), path
-    return pafs.FileSystem.from_uri(path)
-
-
-def read_columns(path: str, columns: list[str]):
-    """A Parquet table directory's columns as a pyarrow Table."""
-    fs, p = arrow_path(path)
-    return ds.dataset(p, filesystem=fs, format="parquet").to_table(columns=columns)
 
 
 class WorkerGraph:
