@@ -1,17 +1,25 @@
-"""The local servers speak Gemma's own turn format, stop at a turn's end, cap replies, and (native
-engine) stop generating for a client that hung up. Real servers on 127.0.0.1, the real GGUF."""
+"""The local servers speak Gemma's own turn format, name it at ``/props``, stop at a turn's end, cap
+replies, and (native engine) stop generating for a client that hung up. Real servers on 127.0.0.1, the real GGUF."""
 
 import json
 import time
 import urllib.request
 
+import llama_cpp
 import openai
 import pytest
 
 from wikigame_spark.agents import prompts
 from wikigame_spark.agents.llm import MAX_TOKENS, REASONING_MAX_TOKENS, LlmAgent, ReasoningAgent
-from wikigame_spark.agents.llm_client import ChatClient
-from wikigame_spark.agents.local_server import NATIVE, PYTHON, SERVER_MAX_TOKENS, LlamaServer, gguf_path
+from wikigame_spark.agents.llm_client import ChatClient, server_identity
+from wikigame_spark.agents.local_server import (
+    GEMMA_TURNS,
+    NATIVE,
+    PYTHON,
+    SERVER_MAX_TOKENS,
+    LlamaServer,
+    gguf_path,
+)
 
 MESSAGES = prompts.first_messages("Rēzne", "Rēzne is a town in Latgale.", ["Latgola", "Daugpiļs", "Rēzne"])
 CAP = 24
@@ -71,6 +79,15 @@ def test_server_renders_gemma_turns_and_caps_replies(engine, tmp_path):
             )
             with urllib.request.urlopen(request, timeout=30) as r:
                 assert json.load(r)["prompt"] == EXPECTED
+        identity = server_identity(server.base_url, server.model)
+    # each engine names the format it renders, for the play run's record
+    assert identity["model"] == server.model
+    if engine == NATIVE:
+        assert identity["llm_engine"].startswith("llama.cpp server ")
+        assert identity["chat_format"] == "gemma (built-in template)"
+    else:
+        assert identity["llm_engine"] == f"llama-cpp-python server {llama_cpp.__version__}"
+        assert identity["chat_format"] == GEMMA_TURNS
     # the server tokenised exactly Gemma's turns: the same count as the rendered prompt
     assert reply.prompt_tokens == prompt_tokens(EXPECTED)
     assert 0 < reply.completion_tokens <= CAP

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 import urllib.request
@@ -151,8 +152,8 @@ def _get_json(url: str, api_key: str | None, timeout: float) -> dict | None:
 
 def server_identity(base_url: str | None, model: str, api_key: str | None = None, timeout: float = 5.0) -> dict:
     """What the server says it serves, for a play run's record: the model's name as the server
-    reports it, the engine, the chat format (from llama.cpp's ``/props`` template when offered;
-    ``unreported`` otherwise)."""
+    reports it, the engine, the chat format (from ``/props`` when offered: llama.cpp's template, or
+    the format per model that local_server's python engine names; ``unreported`` otherwise)."""
     base = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
     key = api_key or os.environ.get("OPENAI_API_KEY") or None
     listed = (_get_json(f"{base}/models", key, timeout) or {}).get("data") or []
@@ -165,7 +166,13 @@ def server_identity(base_url: str | None, model: str, api_key: str | None = None
         identity["llm_engine"] = f"llama.cpp server {props.get('build_info') or ''}".strip()
         named = next((name for marker, name in _TEMPLATE_MARKERS if marker in template), None)
         digest = hashlib.sha1(template.encode("utf-8")).hexdigest()[:12]
-        identity["chat_format"] = f"{named or 'template'} (template sha1 {digest})" if template else "unreported"
+        if re.fullmatch(r"[\w.-]+", template):  # a built-in template named by --chat-template, not Jinja
+            identity["chat_format"] = f"{template} (built-in template)"
+        else:
+            identity["chat_format"] = f"{named or 'template'} (template sha1 {digest})" if template else "unreported"
+    elif isinstance(props.get("chat_format"), dict):  # local_server's python engine: a format per model
+        identity["llm_engine"] = str(props.get("engine") or "")
+        identity["chat_format"] = props["chat_format"].get(identity["model"]) or "unreported"
     elif "llama.cpp" in str((_get_json(f"{root}/openapi.json", key, timeout) or {}).get("info", {}).get("title")):
         identity["llm_engine"] = "llama-cpp-python server"
     else:

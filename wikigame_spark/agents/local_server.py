@@ -12,8 +12,9 @@ model hub and no account. The server listens on 127.0.0.1 only. Two engines serv
 
 Both render the conversation in Gemma's own turn format (``<start_of_turn>user … <end_of_turn>``,
 the system message folded into the first user turn, as Gemma has no system role) and stop at the
-end of a turn: the GGUF carries no chat template, so the format is named (llama-cpp-python's
-``gemma`` chat format; llama-server's built-in ``gemma`` template). The native server also gives a
+end of a turn: the GGUF carries no chat template, so the format is named (:data:`GEMMA_TURNS`,
+registered with llama-cpp-python; llama-server's built-in ``gemma`` template), and each engine
+reports it at ``/props`` for the play run's record. The native server also gives a
 request that names no ``max_tokens`` a cap of its own. Neither engine stops a reply it is
 generating when the client hangs up (llama_cpp.server drops only queued ones), so the client's
 cap is what bounds abandoned work (the agents have one by default).
@@ -173,13 +174,26 @@ class LlamaServer:
 
 
 def serve_python() -> None:
-    """``python -m llama_cpp.server`` (its flags from ``sys.argv``) with :data:`GEMMA_TURNS` registered."""
+    """``python -m llama_cpp.server`` (its flags from ``sys.argv``) with :data:`GEMMA_TURNS` registered,
+    and a ``/props`` route, as llama.cpp's own server has, naming the engine and each model's chat
+    format: llama_cpp.server reports neither, and a play run records both."""
+    import llama_cpp
     from llama_cpp.llama_chat_format import ChatFormatterResponse, register_chat_format
+    from llama_cpp.server import app
     from llama_cpp.server.__main__ import main as serve
 
     @register_chat_format(GEMMA_TURNS)
     def gemma_turns(messages, **_):
         return ChatFormatterResponse(prompt=prompts.gemma_prompt(messages), stop=prompts.GEMMA_END)
+
+    @app.router.get("/props", include_in_schema=False)
+    def props() -> dict:
+        # Read without get_llama_proxy, whose lock is held for as long as a reply is generated.
+        models = app._llama_proxy._model_settings_dict if app._llama_proxy else {}
+        return {
+            "engine": f"llama-cpp-python server {llama_cpp.__version__}",
+            "chat_format": {alias: settings.chat_format for alias, settings in models.items()},
+        }
 
     serve()
 
