@@ -98,7 +98,7 @@ def measure(spark, graph_dir: str, n_games: int) -> None:
     cache_seconds = time.perf_counter() - start
     results = {}
     for name, settings, res in (("cache", {}, resources), ("reference", {"reencode": True}, {})):
-        agent = worker_agent(AgentSpec("embedding", settings, res), graph_dir)
+        agent = worker_agent(AgentSpec("embedding", settings, res), graph)
         start = time.perf_counter()
         rows = play_games(games, graph, agent, 100, "embedding", None)
         results[name] = (rows, time.perf_counter() - start)

@@ -75,7 +75,7 @@ def test_random_routes_are_valid_on_the_latgalian_graph(ltg_graph, tmp_path):
 
     games = pq.read_table(f"{games_dir}/games").to_pylist()
     g = WorkerGraph.from_directory(ltg_graph)
-    agent = worker_agent(AgentSpec("random", {"seed": 3}), ltg_graph)
+    agent = worker_agent(AgentSpec("random", {"seed": 3}), g)
     rows = play_games(games, g, agent, 100, "random", None)
     adj = {u: set(g.out_links(u).tolist()) for u in range(g.num_nodes)}
     outcomes = set()
@@ -93,5 +93,5 @@ def test_random_routes_are_valid_on_the_latgalian_graph(ltg_graph, tmp_path):
     # same seed, same routes; another seed, other routes
     again = play_games(games, g, agent, 100, "random", None)
     assert [r["route"] for r in again] == [r["route"] for r in rows]
-    other = play_games(games, g, worker_agent(AgentSpec("random", {"seed": 4}), ltg_graph), 100, "random", None)
+    other = play_games(games, g, worker_agent(AgentSpec("random", {"seed": 4}), g), 100, "random", None)
     assert [r["route"] for r in other] != [r["route"] for r in rows]

@@ -111,13 +111,12 @@ _lock = threading.Lock()
 _agents: dict[str, Agent] = {}
 
 
-def worker_agent(spec: AgentSpec, graph_dir: str) -> Agent:
-    """The agent for ``spec``, built at most once per worker process."""
-    from wikigame_spark.graph.worker_graph import worker_graph
-
-    key = spec.key() + graph_dir
+def worker_agent(spec: AgentSpec, graph: WorkerGraph) -> Agent:
+    """The agent for ``spec`` on ``graph`` (the one its worker loaded), built at most once per worker process."""
+    key = spec.key()
     with _lock:
-        if key not in _agents:
+        agent = _agents.get(key)
+        if agent is None or agent.graph is not graph:
             _agents.clear()  # one agent per worker at a time: models are large
-            _agents[key] = agent_class(spec.name)(worker_graph(graph_dir), spec.settings, spec.resources)
-        return _agents[key]
+            agent = _agents[key] = agent_class(spec.name)(graph, spec.settings, spec.resources)
+        return agent

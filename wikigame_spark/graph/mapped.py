@@ -276,9 +276,10 @@ def graph_folder(cache_dir: str) -> str:
     return f"{cache_dir.rstrip('/')}/mapped/graph"
 
 
-def ensure_graph(spark: SparkSession, graph_dir: str, cache_dir: str) -> str:
-    """The mapped files of ``graph_dir`` under ``cache_dir``, built once per build of the graph."""
-    uri = graph_folder(cache_dir)
+def ensure_graph(spark: SparkSession, graph_dir: str, cache_dir: str | None = None) -> str:
+    """The mapped files of ``graph_dir`` under ``cache_dir`` (default: the graph's own cache
+    folder), built once per build of the graph."""
+    uri = graph_folder(cache_dir or f"{graph_dir.rstrip('/')}/cache")
     made_from = {"graph": graph_dir, "graph_manifest_sha1": io.manifest_sha1(io.read_manifest(spark, graph_dir))}
     ensure_folder(spark, uri, made_from, lambda folder: build_graph_files(graph_dir, folder))
     return uri

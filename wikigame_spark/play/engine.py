@@ -21,7 +21,8 @@ import pandas as pd
 from pyspark.sql import DataFrame
 
 from wikigame_spark.agents.base import Agent, AgentSpec, StepRequest, worker_agent
-from wikigame_spark.graph.worker_graph import WorkerGraph, worker_graph
+from wikigame_spark.graph import mapped
+from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.schemas import GAMES, PLAYS, require_columns
 
 log = logging.getLogger(__name__)
@@ -164,14 +165,17 @@ def play_stage(
 ) -> DataFrame:
     """GAMES → PLAYS, games spread over ``partitions`` tasks, each played by a pandas UDF.
 
-    The graph and the agent are loaded once per worker process, from the graph directory
-    itself; nothing but the games and the spec travels from the driver.
+    Every worker process maps the graph's files (:mod:`wikigame_spark.graph.mapped`) and builds
+    the agent once; nothing but the games and the spec travels from the driver. The files are
+    made first, on the driver, when the graph (or its build) is new to the cache folder — the
+    stage's one write, so that no worker ever reads the graph's tables into its own memory.
     """
     require_columns(games, GAMES, "play_stage(games)")
+    files = mapped.ensure_graph(games.sparkSession, graph_dir, spec.settings.get("cache_dir"))
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        graph = worker_graph(graph_dir)
-        agent = worker_agent(spec, graph_dir)
+        graph = mapped.mapped_graph(files)
+        agent = worker_agent(spec, graph)
         for pdf in batches:
             rows = play_games(pdf.to_dict("records"), graph, agent, max_steps, spec.name, model, allow_revisits)
             yield pd.DataFrame(rows, columns=PLAYS.fieldNames())
