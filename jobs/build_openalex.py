@@ -13,18 +13,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from wikigame_spark import cli, io, preflight
+from wikigame_spark import cli, io, layout, preflight
 from wikigame_spark.config import OpenAlexBuildConfig, flatten, job_config
 from wikigame_spark.ingest.openalex import build_graphs, check_graphs, classified_works, snapshot_has_topics
 from wikigame_spark.ingest.openalex_records import field_slug
-from wikigame_spark.ingest.openalex_snapshot import (
-    S3Store,
-    check_record_counts,
-    configure_s3a,
-    open_store,
-    plan_snapshot,
-    spark_uri,
-)
+from wikigame_spark.ingest.openalex_snapshot import check_record_counts, plan_snapshot
+from wikigame_spark.io import S3Store, configure_s3a, open_store, spark_uri
 from wikigame_spark.schemas import EDGES, OPENALEX_NODES
 
 
@@ -51,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = job_config(OpenAlexBuildConfig, "build_openalex", args)
     started = dt.datetime.now(dt.timezone.utc)
     output = spark_uri(cfg.output.rstrip("/"))
-    targets = {f: f"{output}/{field_slug(f)}" for f in cfg.fields}
+    targets = {f: layout.join(output, field_slug(f)) for f in cfg.fields}
     preflight.require_source([cfg.input], want="an OpenAlex snapshot (folder, file or s3:// prefix)")
     for path in targets.values():
         preflight.check_output(path, cfg.overwrite)
@@ -94,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             "created": started.isoformat(),
             "spark_version": spark.version,
         }
-        tables = {"nodes": (graph.nodes, OPENALEX_NODES), "edges": (graph.edges, EDGES)}
+        tables = {layout.NODES: (graph.nodes, OPENALEX_NODES), layout.EDGES: (graph.edges, EDGES)}
         io.write_graph(spark, targets[field], tables, manifest, cfg.overwrite)
         written.append(f"{targets[field]} ({graph.counts['nodes']} nodes, {graph.counts['edges']} edges)")
     print(

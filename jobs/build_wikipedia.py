@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from wikigame_spark import cli, io, preflight
+from wikigame_spark import cli, io, layout, preflight
 from wikigame_spark.config import WikipediaBuildConfig, flatten, job_config
 from wikigame_spark.ingest.dumps import expand_inputs, plan_tasks
 from wikigame_spark.ingest.wikipedia import build_graph, check_graph, dump_siteinfo, read_dump_pages
@@ -64,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         spark,
         cfg.output,
         {
-            "nodes": (graph.nodes, WIKIPEDIA_NODES),
-            "edges": (graph.edges, EDGES),
-            "redirects": (graph.redirects, REDIRECTS),
+            layout.NODES: (graph.nodes, WIKIPEDIA_NODES),
+            layout.EDGES: (graph.edges, EDGES),
+            layout.REDIRECTS: (graph.redirects, REDIRECTS),
         },
         manifest,
         cfg.overwrite,

@@ -13,6 +13,7 @@ from wikigame_spark import cli, io, preflight, tracking
 from wikigame_spark.config import GraphStatsConfig, flatten, job_config
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.stats import graph_stats, plot_reach, render
+from wikigame_spark.layout import GraphDir
 
 STATS_JSON = "stats.json"
 REACH_PNG = "reachability.png"
@@ -34,7 +35,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = job_config(GraphStatsConfig, "graph_stats", args)
-    output = (cfg.output or f"{cfg.graph.rstrip('/')}/stats").rstrip("/")
+    output = (cfg.output or GraphDir(cfg.graph).stats).rstrip("/")
     started = dt.datetime.now(dt.timezone.utc)
     preflight.require_graph(cfg.graph)
     preflight.check_output(output, cfg.overwrite)

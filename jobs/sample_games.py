@@ -10,13 +10,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from wikigame_spark import cli, io, preflight, tracking
+from wikigame_spark import cli, io, layout, preflight, tracking
 from wikigame_spark.config import SampleGamesConfig, flatten, job_config
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.sampling import sample_games
+from wikigame_spark.layout import GamesDir, GraphDir
 from wikigame_spark.schemas import GAMES
-
-TABLE = "games"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -51,7 +50,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = job_config(SampleGamesConfig, "sample_games", args)
-    output = (cfg.output or f"{cfg.graph.rstrip('/')}/games").rstrip("/")
+    output = (cfg.output or GraphDir(cfg.graph).games).rstrip("/")
     started = dt.datetime.now(dt.timezone.utc)
     preflight.require_graph(cfg.graph)
     preflight.check_output(output, cfg.overwrite)
@@ -76,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         "created": started.isoformat(),
         "spark_version": spark.version,
     }
-    io.write_graph(spark, output, {TABLE: (sampled.games, GAMES)}, manifest, cfg.overwrite)
+    io.write_graph(spark, output, {layout.GAMES: (sampled.games, GAMES)}, manifest, cfg.overwrite)
     params = {**flatten(cfg), "graph_manifest_sha1": manifest["graph"]["manifest_sha1"]}
     with tracking.start_run(cfg.experiment, run_name=f"sample_games seed={cfg.seed}", params=params) as run:
         tracking.log_metrics({k: c[k] for k in ("games", "draws", "discarded", "unreachable")})
@@ -84,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         tracking.log_json(manifest, "manifest.json")
     by = ", ".join(f"{k} {v}" for k, v in c["discarded_by"].items() if v)
     print(
-        f"sample_games: wrote {output}/{TABLE} and {output}/manifest.json (MLflow run {run.info.run_id}): "
+        f"sample_games: wrote {GamesDir(output).games} and {layout.manifest(output)} (MLflow run {run.info.run_id}): "
         f"{c['games']} games from {c['draws']} draws, {c['discarded']} discarded ({by}); "
         f"optimal steps {c['optimal_steps']} ({c['method']})"
     )

@@ -145,7 +145,15 @@ class StageError(RuntimeError):
 
 
 # Reported bad input, by class name (so that errors raised inside Spark tasks match too).
-_BAD_INPUT = {"ConfigError", "DumpError", "SnapshotError", "EmptyGraphError", "OutputExistsError", "FileNotFoundError"}
+_BAD_INPUT = {
+    "ConfigError",
+    "DumpError",
+    "SnapshotError",
+    "StorageError",
+    "EmptyGraphError",
+    "OutputExistsError",
+    "FileNotFoundError",
+}
 
 
 @contextlib.contextmanager

@@ -1,8 +1,13 @@
-"""Reading and writing tables, manifests and output directories.
+"""Storage: every read and write of tables, manifests, output folders and input stores.
 
-Everything goes through Hadoop's FileSystem API, so the same code writes to a local disk,
-HDFS, DBFS or S3 (``s3a://``). An output directory is written under a staging name and renamed
-into place only when complete, so a failed run leaves nothing that looks finished.
+The driver goes through Hadoop's FileSystem API, so the same code writes to a local disk, HDFS,
+DBFS or S3 (``s3a://``); the Python workers read with pyarrow's file systems
+(:func:`read_columns`). An output directory is written under a staging name and renamed into place
+only when complete, so a failed run leaves nothing that looks finished; one writer per output is
+ensured by a lock file. Input stores (:func:`open_store`: a local folder, an S3 bucket through
+boto3, any Hadoop URI) list and read source files on the driver, and :func:`configure_s3a` gives
+Spark the S3 settings boto3 used. Where things are inside a graph directory is
+:mod:`wikigame_spark.layout`'s business, not this module's.
 """
 
 from __future__ import annotations
@@ -12,10 +17,14 @@ import hashlib
 import json
 import logging
 import os
+import posixpath
+import re
+import shutil
 import socket
 import subprocess
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlparse
 
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
@@ -23,10 +32,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 import wikigame_spark
+from wikigame_spark import layout
+from wikigame_spark.layout import MANIFEST
 
 log = logging.getLogger(__name__)
-
-MANIFEST = "manifest.json"
 
 
 def arrow_path(path: str) -> tuple[pafs.FileSystem, str]:
@@ -106,7 +115,7 @@ def manifest_sha1(manifest: dict) -> str:
 
 def read_manifest(spark: SparkSession, directory: str) -> dict:
     """The manifest of a finished output directory; its absence means the output is incomplete."""
-    path = f"{directory.rstrip('/')}/{MANIFEST}"
+    path = layout.manifest(directory)
     if not exists(spark, path):
         raise FileNotFoundError(f"{directory}: no {MANIFEST}; not a finished wikigame-spark output")
     return read_json(spark, path)
@@ -354,9 +363,9 @@ def write_graph(spark: SparkSession, directory: str, tables: dict, manifest: dic
     """Write ``{name: (DataFrame, schema)}`` and the manifest as one atomic output directory."""
     with staged_output(spark, directory, overwrite) as staging:
         for name, (df, schema) in tables.items():
-            write_table(df, f"{staging}/{name}", schema)
-        write_json(spark, f"{staging}/{MANIFEST}", manifest)
-    return {name: f"{directory.rstrip('/')}/{name}" for name in tables}
+            write_table(df, layout.join(staging, name), schema)
+        write_json(spark, layout.manifest(staging), manifest)
+    return {name: layout.join(directory, name) for name in tables}
 
 
 def current_cache(spark: SparkSession, path: str, source_created: str | None) -> dict | None:
@@ -374,5 +383,282 @@ def current_cache(spark: SparkSession, path: str, source_created: str | None) ->
 def write_cache(spark: SparkSession, path: str, table: str, df: DataFrame, schema: StructType, manifest: dict) -> None:
     """Write a cache (one table and its manifest) atomically, replacing any older one."""
     with staged_output(spark, path, overwrite=True) as staging:
-        write_table(df, f"{staging}/{table}", schema)
-        write_json(spark, f"{staging}/{MANIFEST}", {**manifest, "code_version": code_version()})
+        write_table(df, layout.join(staging, table), schema)
+        write_json(spark, layout.manifest(staging), {**manifest, "code_version": code_version()})
+
+
+# --- Stores: listing and small reads on the driver, S3 settings for Spark and pyarrow -------------
+# Buckets read anonymously unless another endpoint is given (the public OpenAlex snapshot), and the
+# region used when boto3's session names none (the public bucket's).
+PUBLIC_BUCKETS = ("openalex",)
+DEFAULT_REGION = "us-east-1"
+
+
+class StorageError(ValueError):
+    """A store that cannot be listed or read as asked; the message names the URI at fault."""
+
+
+class LocalStore:
+    """A local folder (paths are absolute; Spark reads them as ``file:`` URIs)."""
+
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+
+    def join(self, base: str, rel: str) -> str:
+        return os.path.normpath(os.path.join(base, rel)) if rel else base
+
+    def is_file(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def list(self, prefix: str) -> dict[str, int]:
+        """Every file under ``prefix`` (a folder): relative path → size."""
+        out = {}
+        if os.path.isdir(prefix):
+            for dirpath, _, names in os.walk(prefix):
+                for name in names:
+                    full = os.path.join(dirpath, name)
+                    out[os.path.relpath(full, prefix).replace(os.sep, "/")] = os.path.getsize(full)
+        return out
+
+    def size(self, path: str) -> int:
+        return os.path.getsize(path)
+
+    def read(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def spark_path(self, path: str) -> str:
+        return "file://" + path
+
+
+class S3Store:
+    """One bucket through boto3: anonymous for the public OpenAlex bucket, else the usual AWS
+    credential chain (environment, profile, instance role), optionally at another endpoint."""
+
+    def __init__(self, bucket: str, endpoint_url: str = "", anonymous: bool | None = None):
+        import boto3
+        from botocore import UNSIGNED
+        from botocore.config import Config
+
+        self.bucket = bucket
+        self.endpoint_url = endpoint_url
+        self.anonymous = (bucket in PUBLIC_BUCKETS and not endpoint_url) if anonymous is None else anonymous
+        config = Config(
+            signature_version=UNSIGNED if self.anonymous else None,
+            s3={"addressing_style": "path"} if endpoint_url else {},
+            retries={"max_attempts": 5, "mode": "standard"},
+        )
+        self.session = boto3.session.Session()
+        region = self.session.region_name or DEFAULT_REGION
+        self.client = self.session.client("s3", endpoint_url=endpoint_url or None, region_name=region, config=config)
+
+    def _fail(self, what: str, e: Exception) -> StorageError:
+        return StorageError(f"s3://{self.bucket}/{what}: {e}")
+
+    def join(self, base: str, rel: str) -> str:
+        return posixpath.normpath(posixpath.join(base, rel)).lstrip("/") if rel else base
+
+    def is_file(self, key: str) -> bool:
+        if not key:
+            return False
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+            return True
+        except Exception as e:
+            if _s3_status(e) in (403, 404):
+                return False
+            raise self._fail(key, e) from e
+
+    def list(self, prefix: str) -> dict[str, int]:
+        base = prefix.rstrip("/") + "/" if prefix else ""
+        out = {}
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=base):
+                for obj in page.get("Contents", []):
+                    if not obj["Key"].endswith("/"):
+                        out[obj["Key"][len(base) :]] = obj["Size"]
+        except Exception as e:
+            raise self._fail(base, e) from e
+        return out
+
+    def size(self, key: str) -> int:
+        try:
+            return self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"]
+        except Exception as e:
+            raise self._fail(key, e) from e
+
+    def read(self, key: str) -> bytes:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except Exception as e:
+            raise self._fail(key, e) from e
+
+    def spark_path(self, key: str) -> str:
+        return f"s3a://{self.bucket}/{key}"
+
+    def arrow_options(self) -> dict:
+        """The same bucket, endpoint and credentials for pyarrow's ``S3FileSystem`` (the Python
+        workers' reads); without static credentials pyarrow's own chain finds them."""
+        options: dict = {"region": self.client.meta.region_name or DEFAULT_REGION}
+        if self.endpoint_url:
+            endpoint = urlparse(self.endpoint_url)
+            options.update(endpoint_override=endpoint.netloc + endpoint.path.rstrip("/"), scheme=endpoint.scheme)
+        if self.anonymous:
+            options["anonymous"] = True
+        creds = self.credentials()
+        for name in ("access.key", "secret.key", "session.token"):
+            if name in creds:
+                options[name.replace(".", "_")] = creds[name]
+        return options
+
+    def credentials(self) -> dict[str, str]:
+        """Static credentials boto3 resolved (environment, profile files) for s3a to use too;
+        empty when anonymous or when they refresh themselves (instance roles), which s3a's own
+        provider chain finds the same way."""
+        if self.anonymous:
+            return {}
+        from botocore.credentials import RefreshableCredentials
+
+        creds = self.session.get_credentials()
+        if creds is None or isinstance(creds, RefreshableCredentials):
+            return {}
+        frozen = creds.get_frozen_credentials()
+        out = {"access.key": frozen.access_key, "secret.key": frozen.secret_key}
+        if frozen.token:
+            out["session.token"] = frozen.token
+        return out
+
+
+def _s3_status(e: Exception) -> int | None:
+    response = getattr(e, "response", None) or {}
+    return response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+
+
+class HadoopStore:
+    """Any other Hadoop URI (``hdfs://``, ``dbfs:/``, ``file:``, ``abfss://`` …), listed through the
+    session's Hadoop file system."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+
+    def _fs(self, path: str):
+        return filesystem(self.spark, path)
+
+    def join(self, base: str, rel: str) -> str:
+        return f"{base.rstrip('/')}/{rel}" if rel else base
+
+    def is_file(self, path: str) -> bool:
+        fs, jpath = self._fs(path)
+        return fs.exists(jpath) and fs.getFileStatus(jpath).isFile()
+
+    def list(self, prefix: str) -> dict[str, int]:
+        fs, jpath = self._fs(prefix)
+        if not fs.exists(jpath) or fs.getFileStatus(jpath).isFile():
+            return {}
+        base = fs.getFileStatus(jpath).getPath().toString().rstrip("/") + "/"
+        out, files = {}, fs.listFiles(jpath, True)
+        while files.hasNext():
+            status = files.next()
+            out[status.getPath().toString()[len(base) :]] = status.getLen()
+        return out
+
+    def size(self, path: str) -> int:
+        fs, jpath = self._fs(path)
+        return fs.getFileStatus(jpath).getLen()
+
+    def read(self, path: str) -> bytes:
+        return read_text(self.spark, path).encode("utf-8")
+
+    def spark_path(self, path: str) -> str:
+        return path
+
+
+def open_store(uri: str, endpoint_url: str = "", spark: SparkSession | None = None):
+    """``(store, root)`` for an input URI: s3:// and s3a:// through boto3, plain paths locally."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("s3", "s3a"):
+        if not parsed.netloc:
+            raise StorageError(f"input {uri!r}: no bucket name")
+        return S3Store(parsed.netloc, endpoint_url), parsed.path.strip("/")
+    if parsed.scheme in ("", "file") and not re.match(r"^[a-zA-Z]:[\\/]", uri):
+        path = parsed.path if parsed.scheme == "file" else uri
+        store = LocalStore(path)
+        return store, store.root
+    if spark is None:
+        raise StorageError(f"input {uri!r}: a {parsed.scheme}:// input needs a Spark session to list it")
+    return HadoopStore(spark), uri.rstrip("/")
+
+
+def spark_uri(uri: str) -> str:
+    """``s3://`` → ``s3a://`` (Hadoop's S3 connector); other URIs unchanged."""
+    return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
+
+
+def configure_s3a(spark: SparkSession, uri: str, endpoint_url: str = "", store: S3Store | None = None) -> None:
+    """Per-bucket s3a settings matching how boto3 reached the bucket; settings the user already
+    gave (``spark.hadoop.fs.s3a.bucket.<b>.…``) win."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("s3", "s3a"):
+        return
+    bucket = parsed.netloc
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    prefix = f"fs.s3a.bucket.{bucket}."
+    settings: dict[str, str] = {}
+    anonymous = store.anonymous if store is not None else (bucket in PUBLIC_BUCKETS and not endpoint_url)
+    if anonymous:
+        settings["aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
+        settings["endpoint.region"] = DEFAULT_REGION
+    if endpoint_url:
+        settings["endpoint"] = endpoint_url
+        settings["path.style.access"] = "true"
+        settings["connection.ssl.enabled"] = str(endpoint_url.startswith("https://")).lower()
+        settings.setdefault("endpoint.region", (store.client.meta.region_name if store else None) or DEFAULT_REGION)
+    creds = store.credentials() if store is not None else {}
+    if creds:
+        settings.update(creds)
+        if "session.token" in creds:
+            settings["aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+        else:
+            settings["aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+    for key, value in settings.items():
+        if conf.get(prefix + key) is None:
+            conf.set(prefix + key, value)
+
+
+def open_input_file(path: str, s3: dict | None = None):
+    """A pyarrow input file for a ``file://`` or ``s3a://`` URI, the latter through pyarrow's S3
+    file system with ``s3`` (:meth:`S3Store.arrow_options`: the settings boto3 used)."""
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    return pafs.S3FileSystem(**(s3 or {})).open_input_file(path[len("s3a://") :])
+
+
+# --- Publishing a folder of small files -----------------------------------------------------------
+def write_local(files: dict[str, bytes], directory: str) -> None:
+    """``{relative path: bytes}`` written under a local ``directory``."""
+    for rel, data in files.items():
+        path = os.path.join(directory, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+
+
+def publish_files(spark: SparkSession, files: dict[str, bytes], output: str) -> None:
+    """Write ``{relative path: bytes}`` as the folder ``output``, atomically: on a local disk with
+    plain files (Hadoop's local filesystem would add a ``.crc`` beside each), elsewhere through
+    Hadoop (DBFS, S3, HDFS…)."""
+    fs, jpath = filesystem(spark, output)
+    if fs.getUri().getScheme() == "file":
+        target = fs.makeQualified(jpath).toUri().getPath()
+        staging = f"{target}._staging-{uuid.uuid4().hex[:8]}"
+        try:
+            write_local(files, staging)
+            if os.path.isdir(target):
+                shutil.rmtree(target)
+            os.replace(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return
+    with staged_output(spark, output, overwrite=True) as staging:
+        for rel, data in files.items():
+            write_bytes(spark, layout.join(staging, rel), data)

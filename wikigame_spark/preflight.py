@@ -20,7 +20,8 @@ import sqlite3
 import uuid
 from collections.abc import Iterator
 
-from wikigame_spark import io, tracking
+from wikigame_spark import io, layout, tracking
+from wikigame_spark.layout import GraphDir, PlaysDir
 
 GRAPH, GAMES, PLAYS, DUMP = "graph", "games table", "plays folder", "dump"
 TRACKING_TIMEOUT_S = 5
@@ -105,11 +106,11 @@ def kind(path: str, spark=None) -> str | None:
     names = set(fs.listdir(p))
     if io.MANIFEST not in names:
         return None
-    if {"nodes", "edges"} <= names:
+    if GraphDir.is_graph(names):
         return GRAPH
-    if "games" in names:
+    if layout.GAMES in names:
         return GAMES
-    if any(n.startswith("part-") for n in names):
+    if any(PlaysDir.is_chunk(n) for n in names):
         return PLAYS
     return None
 
@@ -120,7 +121,7 @@ def _describe(found: str | None) -> str:
 
 def _manifest(fs, p: str, flag: str, path: str) -> dict:
     try:
-        return json.loads(fs.read_text(f"{p.rstrip('/')}/{io.MANIFEST}"))
+        return json.loads(fs.read_text(layout.manifest(p)))
     except (OSError, ValueError) as e:
         raise PreflightError(f"{flag} {path}: cannot read {io.MANIFEST}: {e}") from e
 
@@ -169,11 +170,11 @@ def require(path: str, want: str, flag: str, spark=None, tables: tuple[str, ...]
 
 
 def require_graph(path: str, flag: str = "--graph", spark=None) -> dict | None:
-    return require(path, GRAPH, flag, spark, ("nodes", "edges"))
+    return require(path, GRAPH, flag, spark, (layout.NODES, layout.EDGES))
 
 
 def require_games(path: str, flag: str = "--games-dir", spark=None) -> dict | None:
-    return require(path, GAMES, flag, spark, ("games",))
+    return require(path, GAMES, flag, spark, (layout.GAMES,))
 
 
 def require_source(paths: list[str], flag: str = "--input", want: str = "a dump file or a folder of dumps") -> None:
@@ -233,7 +234,7 @@ def check_output(path: str, overwrite: bool, flag: str = "--output", spark=None,
     fs, p = _fs(path, spark)
     if fs is None:
         return
-    marker = f"{p.rstrip('/')}/{io.MANIFEST}" if finished else p
+    marker = layout.manifest(p) if finished else p
     if fs.exists(marker) and not overwrite:
         raise io.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
     if fs.exists(p) and not fs.isdir(p):

@@ -13,7 +13,8 @@ import pytest
 from jobs import build_openalex
 from tests.ingest.openalexgen import Spec, expected_graphs, generate, generated_files
 from tests.s3server import CREDENTIALS, s3_server
-from wikigame_spark.ingest.openalex_snapshot import S3Store, SnapshotError, plan_snapshot
+from wikigame_spark.ingest.openalex_snapshot import SnapshotError, plan_snapshot
+from wikigame_spark.io import S3Store, StorageError
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,7 @@ def test_missing_object_in_the_bucket_is_named(s3, mirror):
 
 
 def test_unknown_bucket_is_a_clear_error(s3):
-    with pytest.raises(SnapshotError, match="s3://no-such-bucket-here/"):
+    with pytest.raises(StorageError, match="s3://no-such-bucket-here/"):
         plan_snapshot("x", store=S3Store("no-such-bucket-here", s3.endpoint_url))
 
 

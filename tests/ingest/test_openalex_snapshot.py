@@ -12,12 +12,11 @@ from tests.ingest.openalexgen import PART_2021, PART_2023, SNAPSHOT, Spec, gener
 from wikigame_spark.ingest.openalex_snapshot import (
     SnapshotError,
     check_record_counts,
-    configure_s3a,
     manifest_entries,
     manifest_relative,
     plan_snapshot,
-    spark_uri,
 )
+from wikigame_spark.io import configure_s3a, spark_uri
 
 REAL_MANIFEST = os.path.join(SNAPSHOT, "data", "works", "manifest")
 

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, model_digest, prompt_names
+from wikigame_spark.layout import GraphDir
 from wikigame_spark.schemas import SUMMARY, TITLE
 
 
@@ -33,7 +34,7 @@ class EmbeddingAgent(Agent):
         resources = {"query_prompt": query, "document_prompt": document}
         if settings.get("reencode"):
             return resources
-        cache_dir = settings.get("cache_dir") or f"{graph_dir.rstrip('/')}/cache"
+        cache_dir = settings.get("cache_dir") or GraphDir(graph_dir).cache
         resources["targets"] = ensure_embeddings(spark, graph_dir, cache_dir, model, SUMMARY, query)
         resources["links"] = ensure_embeddings(spark, graph_dir, cache_dir, model, _text_col(settings), document)
         return resources

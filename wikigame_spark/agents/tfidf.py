@@ -21,8 +21,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-from wikigame_spark import io
+from wikigame_spark import io, layout
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
+from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import ID, NODES, SUMMARY
 
 TERM = "term"
@@ -90,14 +91,14 @@ class TfidfAgent(Agent):
         corpus = settings.get("corpus_graph") or graph_dir
         size = int(settings.get("sample_size") or 100_000)
         seed = int(settings.get("seed") or 0)
-        cache_dir = settings.get("cache_dir") or f"{graph_dir.rstrip('/')}/cache"
+        cache_dir = settings.get("cache_dir") or GraphDir(graph_dir).cache
         created = io.read_manifest(spark, corpus).get("created")
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.rstrip("/").rsplit("/", 1)[-1])
-        path = f"{cache_dir.rstrip('/')}/tfidf/{slug}-n{size}-seed{seed}"
+        path = CacheDir(cache_dir).tfidf(slug, size, seed)
         done = io.current_cache(spark, path, created)
         if done:
             return {"vocab": path, "documents": done["documents"]}
-        vocab, n_docs = fit_idf(io.read_table(spark, f"{corpus}/nodes", NODES), size, seed)
+        vocab, n_docs = fit_idf(io.read_table(spark, GraphDir(corpus).nodes, NODES), size, seed)
         manifest = {
             "kind": "tfidf-vocabulary",
             "corpus": corpus,
@@ -106,12 +107,12 @@ class TfidfAgent(Agent):
             "seed": seed,
             "documents": n_docs,
         }
-        io.write_cache(spark, path, "vocab", vocab, VOCAB, manifest)
+        io.write_cache(spark, path, layout.VOCAB, vocab, VOCAB, manifest)
         return {"vocab": path, "documents": n_docs}
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)
-        table = io.read_columns(f"{resources['vocab']}/vocab", [TERM, "idf"])
+        table = io.read_columns(CacheDir.vocab(resources["vocab"]), [TERM, "idf"])
         self.idf = dict(zip(table.column(TERM).to_pylist(), table.column("idf").to_pylist()))
         self.texts = graph.titles if settings.get("use_titles") else graph.summaries
         self._targets: dict[int, dict] = {}

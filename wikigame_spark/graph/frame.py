@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from wikigame_spark import io
+from wikigame_spark.layout import GraphDir
 from wikigame_spark.schemas import DST, EDGES, ID, NODES, SRC, require_columns
 
 GRAPHFRAME_CLASS = "org.graphframes.GraphFrame"
@@ -63,7 +64,7 @@ def read_graph(spark: SparkSession, directory: str) -> Graph:
     """
     directory = directory.rstrip("/")
     manifest = io.read_manifest(spark, directory)
-    nodes_path = f"{directory}/nodes"
+    nodes_path = GraphDir(directory).nodes
     found = spark.read.parquet(nodes_path).schema
     missing = [f.name for f in NODES.fields if f.name not in found.fieldNames()]
     if missing:
@@ -76,7 +77,7 @@ def read_graph(spark: SparkSession, directory: str) -> Graph:
     contract = {f.name: f for f in NODES.fields}
     fields = [contract.get(f.name, StructField(f.name, f.dataType, True)) for f in found.fields]
     nodes = io.read_table(spark, nodes_path, StructType(fields))
-    edges = io.read_table(spark, f"{directory}/edges", EDGES)
+    edges = io.read_table(spark, GraphDir(directory).edges, EDGES)
     return Graph(path=directory, nodes=nodes, edges=edges, manifest=manifest)
 
 

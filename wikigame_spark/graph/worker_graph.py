@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from wikigame_spark.io import read_columns
+from wikigame_spark.layout import GraphDir
 from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
 
 log = logging.getLogger(__name__)
@@ -40,11 +41,12 @@ class WorkerGraph:
 
     @classmethod
     def from_directory(cls, graph_dir: str) -> WorkerGraph:
-        nodes = read_columns(f"{graph_dir}/nodes", [ID, TITLE, SUMMARY]).sort_by(ID)
+        where = GraphDir(graph_dir)
+        nodes = read_columns(where.nodes, [ID, TITLE, SUMMARY]).sort_by(ID)
         ids = nodes.column(ID).to_numpy()
         if ids.size and (ids[0] != 0 or ids[-1] != ids.size - 1):
-            raise ValueError(f"{graph_dir}/nodes: ids are not dense 0…N−1 (the graph contract)")
-        edges = read_columns(f"{graph_dir}/edges", [SRC, DST])
+            raise ValueError(f"{where.nodes}: ids are not dense 0…N−1 (the graph contract)")
+        edges = read_columns(where.edges, [SRC, DST])
         graph = cls(
             nodes.column(TITLE).to_pylist(),
             nodes.column(SUMMARY).to_pylist(),

@@ -9,9 +9,10 @@ public bucket ``s3://openalex``:
   ``manifest.json`` (2026), Parquet being read when present (far cheaper than JSON);
 - or the works folder, one partition or one part file itself.
 
-The listing and the manifest are read on the driver (boto3 for S3: anonymous for the public
-bucket, the usual AWS credentials and ``--endpoint-url`` otherwise); Spark reads the part files
-(``s3a://``, configured per bucket to match, or the local/Hadoop file system).
+The listing and the manifest are read on the driver through a store of :mod:`wikigame_spark.io`
+(boto3 for S3: anonymous for the public bucket, the usual AWS credentials and ``--endpoint-url``
+otherwise); Spark reads the part files (``s3a://``, configured per bucket to match by
+``io.configure_s3a``, or the local/Hadoop file system). This module only plans and reads.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import posixpath
 import re
 from dataclasses import asdict, dataclass, field
@@ -29,12 +29,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegralType, MapType, StringType, StructType
 
+from wikigame_spark.io import HadoopStore, open_store
 from wikigame_spark.schemas import CORRUPT_RECORD, OPENALEX_RAW, OPENALEX_WORK, SOURCE_FILE
 
 log = logging.getLogger(__name__)
 
-PUBLIC_BUCKET = "openalex"
-PUBLIC_REGION = "us-east-1"
 JSON_SUFFIXES = (".gz", ".json", ".jsonl", ".json.gz", ".jsonl.gz")
 PARQUET_SUFFIX = ".parquet"
 MANIFEST_NAMES = ("manifest", "manifest.json")
@@ -51,207 +50,6 @@ SHOW = 5  # file names quoted in an error message
 
 class SnapshotError(ValueError):
     """A snapshot that cannot be read as asked; the message names the file or URI at fault."""
-
-
-# --- Storage: the driver-side listing and small reads ------------------------------------------
-class LocalStore:
-    """A local folder (paths are absolute; Spark reads them as ``file:`` URIs)."""
-
-    def __init__(self, root: str):
-        self.root = os.path.abspath(root)
-
-    def join(self, base: str, rel: str) -> str:
-        return os.path.normpath(os.path.join(base, rel)) if rel else base
-
-    def is_file(self, path: str) -> bool:
-        return os.path.isfile(path)
-
-    def list(self, prefix: str) -> dict[str, int]:
-        """Every file under ``prefix`` (a folder): relative path → size."""
-        out = {}
-        if os.path.isdir(prefix):
-            for dirpath, _, names in os.walk(prefix):
-                for name in names:
-                    full = os.path.join(dirpath, name)
-                    out[os.path.relpath(full, prefix).replace(os.sep, "/")] = os.path.getsize(full)
-        return out
-
-    def size(self, path: str) -> int:
-        return os.path.getsize(path)
-
-    def read(self, path: str) -> bytes:
-        with open(path, "rb") as f:
-            return f.read()
-
-    def spark_path(self, path: str) -> str:
-        return "file://" + path
-
-
-class S3Store:
-    """One bucket through boto3: anonymous for the public OpenAlex bucket, else the usual AWS
-    credential chain (environment, profile, instance role), optionally at another endpoint."""
-
-    def __init__(self, bucket: str, endpoint_url: str = "", anonymous: bool | None = None):
-        import boto3
-        from botocore import UNSIGNED
-        from botocore.config import Config
-
-        self.bucket = bucket
-        self.endpoint_url = endpoint_url
-        self.anonymous = (bucket == PUBLIC_BUCKET and not endpoint_url) if anonymous is None else anonymous
-        config = Config(
-            signature_version=UNSIGNED if self.anonymous else None,
-            s3={"addressing_style": "path"} if endpoint_url else {},
-            retries={"max_attempts": 5, "mode": "standard"},
-        )
-        self.session = boto3.session.Session()
-        region = self.session.region_name or PUBLIC_REGION
-        self.client = self.session.client("s3", endpoint_url=endpoint_url or None, region_name=region, config=config)
-
-    def _fail(self, what: str, e: Exception) -> SnapshotError:
-        return SnapshotError(f"s3://{self.bucket}/{what}: {e}")
-
-    def join(self, base: str, rel: str) -> str:
-        return posixpath.normpath(posixpath.join(base, rel)).lstrip("/") if rel else base
-
-    def is_file(self, key: str) -> bool:
-        if not key:
-            return False
-        try:
-            self.client.head_object(Bucket=self.bucket, Key=key)
-            return True
-        except Exception as e:
-            if _s3_status(e) in (403, 404):
-                return False
-            raise self._fail(key, e) from e
-
-    def list(self, prefix: str) -> dict[str, int]:
-        base = prefix.rstrip("/") + "/" if prefix else ""
-        out = {}
-        try:
-            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=base):
-                for obj in page.get("Contents", []):
-                    if not obj["Key"].endswith("/"):
-                        out[obj["Key"][len(base) :]] = obj["Size"]
-        except Exception as e:
-            raise self._fail(base, e) from e
-        return out
-
-    def size(self, key: str) -> int:
-        try:
-            return self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"]
-        except Exception as e:
-            raise self._fail(key, e) from e
-
-    def read(self, key: str) -> bytes:
-        try:
-            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except Exception as e:
-            raise self._fail(key, e) from e
-
-    def spark_path(self, key: str) -> str:
-        return f"s3a://{self.bucket}/{key}"
-
-    def arrow_options(self) -> dict:
-        """The same bucket, endpoint and credentials for pyarrow's ``S3FileSystem`` (the Python
-        workers' reads); without static credentials pyarrow's own chain finds them."""
-        options: dict = {"region": self.client.meta.region_name or PUBLIC_REGION}
-        if self.endpoint_url:
-            endpoint = urlparse(self.endpoint_url)
-            options.update(endpoint_override=endpoint.netloc + endpoint.path.rstrip("/"), scheme=endpoint.scheme)
-        if self.anonymous:
-            options["anonymous"] = True
-        creds = self.credentials()
-        for name in ("access.key", "secret.key", "session.token"):
-            if name in creds:
-                options[name.replace(".", "_")] = creds[name]
-        return options
-
-    def credentials(self) -> dict[str, str]:
-        """Static credentials boto3 resolved (environment, profile files) for s3a to use too;
-        empty when anonymous or when they refresh themselves (instance roles), which s3a's own
-        provider chain finds the same way."""
-        if self.anonymous:
-            return {}
-        from botocore.credentials import RefreshableCredentials
-
-        creds = self.session.get_credentials()
-        if creds is None or isinstance(creds, RefreshableCredentials):
-            return {}
-        frozen = creds.get_frozen_credentials()
-        out = {"access.key": frozen.access_key, "secret.key": frozen.secret_key}
-        if frozen.token:
-            out["session.token"] = frozen.token
-        return out
-
-
-def _s3_status(e: Exception) -> int | None:
-    response = getattr(e, "response", None) or {}
-    return response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-
-
-class HadoopStore:
-    """Any other Hadoop URI (``hdfs://``, ``dbfs:/``, ``file:``, ``abfss://`` …), listed through the
-    session's Hadoop file system."""
-
-    def __init__(self, spark: SparkSession):
-        self.spark = spark
-
-    def _fs(self, path: str):
-        jvm = self.spark.sparkContext._jvm
-        jpath = jvm.org.apache.hadoop.fs.Path(path)
-        return jpath.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()), jpath
-
-    def join(self, base: str, rel: str) -> str:
-        return f"{base.rstrip('/')}/{rel}" if rel else base
-
-    def is_file(self, path: str) -> bool:
-        fs, jpath = self._fs(path)
-        return fs.exists(jpath) and fs.getFileStatus(jpath).isFile()
-
-    def list(self, prefix: str) -> dict[str, int]:
-        fs, jpath = self._fs(prefix)
-        if not fs.exists(jpath) or fs.getFileStatus(jpath).isFile():
-            return {}
-        base = fs.getFileStatus(jpath).getPath().toString().rstrip("/") + "/"
-        out, files = {}, fs.listFiles(jpath, True)
-        while files.hasNext():
-            status = files.next()
-            out[status.getPath().toString()[len(base) :]] = status.getLen()
-        return out
-
-    def size(self, path: str) -> int:
-        fs, jpath = self._fs(path)
-        return fs.getFileStatus(jpath).getLen()
-
-    def read(self, path: str) -> bytes:
-        from wikigame_spark import io
-
-        return io.read_text(self.spark, path).encode("utf-8")
-
-    def spark_path(self, path: str) -> str:
-        return path
-
-
-def open_store(uri: str, endpoint_url: str = "", spark: SparkSession | None = None):
-    """``(store, root)`` for an input URI: s3:// and s3a:// through boto3, plain paths locally."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("s3", "s3a"):
-        if not parsed.netloc:
-            raise SnapshotError(f"input {uri!r}: no bucket name")
-        return S3Store(parsed.netloc, endpoint_url), parsed.path.strip("/")
-    if parsed.scheme in ("", "file") and not re.match(r"^[a-zA-Z]:[\\/]", uri):
-        path = parsed.path if parsed.scheme == "file" else uri
-        store = LocalStore(path)
-        return store, store.root
-    if spark is None:
-        raise SnapshotError(f"input {uri!r}: a {parsed.scheme}:// input needs a Spark session to list it")
-    return HadoopStore(spark), uri.rstrip("/")
-
-
-def spark_uri(uri: str) -> str:
-    """``s3://`` → ``s3a://`` (Hadoop's S3 connector); other URIs unchanged."""
-    return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
 
 
 # --- The plan: which files, against which manifest ----------------------------------------------
@@ -506,37 +304,6 @@ def check_record_counts(plan: SnapshotPlan, counts: dict[str, int], allow_partia
 
 
 # --- Spark side -----------------------------------------------------------------------------------
-def configure_s3a(spark: SparkSession, uri: str, endpoint_url: str = "", store: S3Store | None = None) -> None:
-    """Per-bucket s3a settings matching how boto3 reached the bucket; settings the user already
-    gave (``spark.hadoop.fs.s3a.bucket.<b>.…``) win."""
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("s3", "s3a"):
-        return
-    bucket = parsed.netloc
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    prefix = f"fs.s3a.bucket.{bucket}."
-    settings: dict[str, str] = {}
-    anonymous = store.anonymous if store is not None else (bucket == PUBLIC_BUCKET and not endpoint_url)
-    if anonymous:
-        settings["aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
-        settings["endpoint.region"] = PUBLIC_REGION
-    if endpoint_url:
-        settings["endpoint"] = endpoint_url
-        settings["path.style.access"] = "true"
-        settings["connection.ssl.enabled"] = str(endpoint_url.startswith("https://")).lower()
-        settings.setdefault("endpoint.region", (store.client.meta.region_name if store else None) or PUBLIC_REGION)
-    creds = store.credentials() if store is not None else {}
-    if creds:
-        settings.update(creds)
-        if "session.token" in creds:
-            settings["aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
-        else:
-            settings["aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
-    for key, value in settings.items():
-        if conf.get(prefix + key) is None:
-            conf.set(prefix + key, value)
-
-
 def _file_key_column() -> F.Column:
     # String functions, not a regular expression: this runs once per record.
     return F.substring_index(F.col("_metadata.file_path"), "/", -2)
