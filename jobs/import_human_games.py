@@ -20,8 +20,8 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from wikigame_spark import cli, io, preflight
 from wikigame_spark.config import HumanImportConfig, flatten, job_config
 from wikigame_spark.evaluation import humans
-from wikigame_spark.play import runs
-from wikigame_spark.play.report import graph_params
+from wikigame_spark.layout import GraphDir
+from wikigame_spark.play import record
 from wikigame_spark.schemas import ID, REDIRECTS, TITLE
 
 NODE_TITLES = StructType([StructField(ID, LongType(), False), StructField(TITLE, StringType(), False)])
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = job_config(HumanImportConfig, "import_human_games", args)
     started = dt.datetime.now(dt.timezone.utc)
     graph = preflight.absolute(cfg.graph)
-    output = preflight.absolute(cfg.output or f"{graph}/plays/{cfg.run_name}")
+    output = preflight.absolute(cfg.output or GraphDir(graph).plays(cfg.run_name))
 
     def checks(spark=None) -> dict | None:
         preflight.require_file(cfg.tsv, "--tsv", spark=spark)
@@ -60,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     case = (graph_manifest.get("site") or {}).get("case", "case-sensitive")
     games, rejected = humans.parse_tsv(text, cfg.tsv, case)
     games_df = spark.createDataFrame([g.as_row() for g in games], humans.HUMAN_GAMES)
-    nodes = io.read_table(spark, f"{graph}/nodes", NODE_TITLES)
-    has_redirects = io.exists(spark, f"{graph}/redirects")
-    redirects = io.read_table(spark, f"{graph}/redirects", REDIRECTS) if has_redirects else None
+    where = GraphDir(graph)
+    nodes = io.read_table(spark, where.nodes, NODE_TITLES)
+    has_redirects = io.exists(spark, where.redirects)
+    redirects = io.read_table(spark, where.redirects, REDIRECTS) if has_redirects else None
     plays, unmatched = humans.match_games(games_df, nodes, redirects)
     plays_pdf = plays.toPandas().sort_values("game_id", ignore_index=True)
     unmatched_pdf = unmatched.toPandas().sort_values("line", ignore_index=True)
@@ -77,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         "games": len(plays_pdf),
         "tsv_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
         "code_version": io.code_version(),
-        **graph_params(graph, graph_manifest),
+        **record.graph_params(graph, graph_manifest),
     }
-    run_id, metrics = runs.record_plays(
+    run_id, metrics = record.record_plays(
         spark,
         plays_pdf,
         output,

@@ -10,15 +10,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import tempfile
-
-import mlflow
 
 from wikigame_spark import cli, io, preflight, tracking
 from wikigame_spark.config import PlayConfig, check_run_name, flatten, job_config
 from wikigame_spark.evaluation.metrics import summarise
-from wikigame_spark.play import runs
-from wikigame_spark.play.report import graph_params, sample_routes
+from wikigame_spark.layout import GraphDir
+from wikigame_spark.play import record, runs
 from wikigame_spark.schemas import NODES
 
 
@@ -93,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     graph = preflight.absolute(cfg.graph)
     run_name = cfg.run_name or runs.default_run_name(cfg)
     check_run_name(run_name)
-    output = preflight.absolute(cfg.output or f"{graph}/plays/{run_name}")
-    games_dir = preflight.absolute(cfg.games_dir or f"{graph}/games")
+    output = preflight.absolute(cfg.output or GraphDir(graph).plays(run_name))
+    games_dir = preflight.absolute(cfg.games_dir or GraphDir(graph).games)
     cfg = dataclasses.replace(cfg, graph=graph, games_dir=games_dir, output=output, run_name=run_name)
     graph_manifest, games_manifest = _checks(cfg)
     preflight.check_tracking()
@@ -107,41 +104,25 @@ def main(argv: list[str] | None = None) -> int:
         spark = spark or cli.session("play_games")
         # The key travels to the workers with the agent, never into params, manifests or logs.
         settings = {**runs.agent_settings(cfg), "api_key": os.environ.get("OPENAI_API_KEY", "")}
-        identity = runs.run_identity(cfg, graph_manifest, games_dir, games_manifest, runs.model_identity(cfg, settings))
-        made_by = runs.play_identity(cfg, identity)
-        done = runs.prepare_output(spark, cfg, made_by)
-        experiment_id = tracking.setup(cfg.experiment)
-        resume = runs.resumable_run(experiment_id, run_name, identity) if done else None
-        with mlflow.start_run(
-            run_id=resume.info.run_id if resume else None, run_name=run_name, experiment_id=experiment_id
-        ) as run:
-            params = {**flatten(cfg), "code_version": io.code_version(), **graph_params(graph, graph_manifest)}
+        identity = record.run_identity(
+            cfg, graph_manifest, games_dir, games_manifest, runs.model_identity(cfg, settings)
+        )
+        made_by = record.play_identity(identity, runs.play_options(cfg), cfg.max_steps, cfg.seed)
+        done = record.prepare_output(spark, output, run_name, cfg.overwrite, made_by)
+        with record.started(cfg.experiment, run_name, identity, resume=bool(done)) as run:
+            params = {**flatten(cfg), "code_version": io.code_version(), **record.graph_params(graph, graph_manifest)}
             params.update(identity)
             tracking.log_params_resumable(run, params)
             result = runs.play(spark, cfg, output, made_by, {"api_key": settings["api_key"]})
             plays = result.plays.toPandas()
-            metrics = {**summarise(plays), **runs.usage_metrics(plays)}
+            metrics = {**summarise(plays), **record.usage_metrics(plays)}
             if result.played_now:
                 metrics["games_per_second"] = result.played_now / result.seconds
             tracking.log_metrics(metrics)
-            with tempfile.TemporaryDirectory() as tmp:
-                plays.to_parquet(os.path.join(tmp, "plays.parquet"), index=False)
-                nodes = io.read_table(spark, f"{graph}/nodes", NODES)
-                with open(os.path.join(tmp, "sample_routes.md"), "w", encoding="utf-8") as f:
-                    f.write(sample_routes(plays, nodes))
-                mlflow.log_artifacts(tmp)
-            manifest = {
-                "kind": "plays",
-                "run_name": run_name,
-                "mlflow_run_id": run.info.run_id,
-                "experiment": cfg.experiment,
-                runs.RUN_IDENTITY: identity,
-                "made_by": made_by,
-                "parameters": params,
-                "metrics": metrics,
-                "tracking_uri": tracking.tracking_uri(),
-            }
-            io.write_json(spark, f"{output}/{io.MANIFEST}", manifest)
+            routes = record.sample_routes(plays, io.read_table(spark, GraphDir(graph).nodes, NODES))
+            record.log_plays(plays, {record.ROUTES_ARTIFACT: routes.encode("utf-8")})
+            extra = {record.RUN_IDENTITY: identity, "made_by": made_by}
+            record.finish(spark, output, run, run_name, cfg.experiment, params, metrics, **extra)
     print(
         f"play_games: wrote {output} and MLflow run {run.info.run_id} ({cfg.experiment}/{run_name}): "
         f"{len(plays)} games, success {metrics['success_rate']:.3f} ± {metrics['success_rate_se']:.3f}, "

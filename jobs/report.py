@@ -13,7 +13,8 @@ import argparse
 
 from wikigame_spark import cli, io, preflight, tracking
 from wikigame_spark.config import ReportConfig, flatten, job_config, parse_bands
-from wikigame_spark.evaluation import report
+from wikigame_spark.evaluation import evaluate, render
+from wikigame_spark.play import record
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -33,26 +34,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cfg = job_config(ReportConfig, "report", args)
-    output = (cfg.output or report.default_output(cfg.experiment)).rstrip("/")
+    output = (cfg.output or render.default_output(cfg.experiment)).rstrip("/")
     preflight.check_output(output, overwrite=True)  # writable; an earlier report is replaced (below)
     preflight.check_tracking()
     spark = cli.session("report")
     preflight.check_output(output, overwrite=True, spark=spark)
-    report.check_output(spark, output, cfg.overwrite)
-    runs, skipped = report.find_play_runs(cfg.experiment, cfg.runs)
+    render.check_output(spark, output, cfg.overwrite)
+    found, skipped = record.find_runs(cfg.experiment, cfg.runs)
+    runs = evaluate.labelled(found)
     if not runs:
         raise ValueError(f"experiment {cfg.experiment!r} has no finished play runs to report on")
 
-    plays, sources = report.load_plays(spark, runs)
+    plays, sources = evaluate.labelled_plays(spark, runs)
     bands = parse_bands(cfg.bands, "bands")
-    ev = report.evaluate(plays, runs, skipped, sources, cfg.human_cutoff, cfg.human_mode, bands)
+    ev = evaluate.evaluate(plays, runs, skipped, sources, cfg.human_cutoff, cfg.human_mode, bands)
     params = {**flatten(cfg), "output": output, "play_runs": ",".join(r.run_id for r in runs)}
     params["code_version"] = io.code_version()
-    with tracking.start_run(cfg.experiment, cfg.run_name, params, tags={report.KIND_TAG: "report"}) as run:
-        files = report.render(ev, cfg.experiment, run_id=run.info.run_id)
+    with tracking.start_run(cfg.experiment, cfg.run_name, params, tags={render.KIND_TAG: "report"}) as run:
+        files = render.render(ev, cfg.experiment, run_id=run.info.run_id)
         tracking.log_metrics(ev.metrics())
-        report.log_artifacts(files)
-        report.publish(spark, files, output)
+        render.log_artifacts(files)
+        io.publish_files(spark, files, output)
     best = ev.success.sort_values("success_rate", ascending=False).iloc[0]
     figures = sum(k.startswith("figures/") for k in files)
     print(

@@ -16,8 +16,8 @@ from wikigame_spark.evaluation.bands import (
     steps_cell,
     success_cell,
 )
+from wikigame_spark.evaluation.evaluate import metric_key
 from wikigame_spark.evaluation.figures import is_png
-from wikigame_spark.evaluation.report import metric_key
 
 LABELLED = StructType(
     [

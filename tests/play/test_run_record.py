@@ -22,7 +22,7 @@ from tests.jobs.test_preflight import EDGES, TITLES, graph
 from tests.play.games import write_games
 from wikigame_spark import io
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_digest
-from wikigame_spark.play import runs
+from wikigame_spark.play import record
 
 GAMES = 8
 
@@ -139,33 +139,33 @@ def test_the_run_record_names_graph_games_agent_model(setup, spark, monkeypatch,
     assert play_games.main([*argv, "--run-name", "emb", "--experiment", "rec"]) == 0
     out = f"{s['graph']}/plays/emb"
     manifest = io.read_manifest(spark, out)
-    record = manifest[runs.RUN_IDENTITY]
+    identity = manifest[record.RUN_IDENTITY]
     with open(f"{s['graph']}/manifest.json") as f:
         graph_sha1 = io.manifest_sha1(json.load(f))
     with open(f"{s['games']}/manifest.json") as f:
         games_manifest = json.load(f)
-    assert record == {
-        runs.GRAPH_URI: s["graph"],
-        runs.GRAPH_MANIFEST_SHA1: graph_sha1,
-        runs.GAMES_URI: s["games"],
-        runs.GAMES_MANIFEST_SHA1: io.manifest_sha1(games_manifest),
-        runs.GAMES_SEED: games_manifest["seed"],
-        runs.GAMES_COUNT: 6,
-        runs.AGENT: "embedding",
-        runs.MODEL: DEFAULT_MODEL,
-        runs.MODEL_DIGEST: model_digest(DEFAULT_MODEL),
-        runs.LLM_ENGINE: "",
-        runs.CHAT_FORMAT: "",
-        runs.PROTOCOL: "paper",
+    assert identity == {
+        record.GRAPH_URI: s["graph"],
+        record.GRAPH_MANIFEST_SHA1: graph_sha1,
+        record.GAMES_URI: s["games"],
+        record.GAMES_MANIFEST_SHA1: io.manifest_sha1(games_manifest),
+        record.GAMES_SEED: games_manifest["seed"],
+        record.GAMES_COUNT: 6,
+        record.AGENT: "embedding",
+        record.MODEL: DEFAULT_MODEL,
+        record.MODEL_DIGEST: model_digest(DEFAULT_MODEL),
+        record.LLM_ENGINE: "",
+        record.CHAT_FORMAT: "",
+        record.PROTOCOL: "paper",
     }
-    assert len(record[runs.MODEL_DIGEST]) == 40 and os.path.isabs(record[runs.GRAPH_URI])
+    assert len(identity[record.MODEL_DIGEST]) == 40 and os.path.isabs(identity[record.GRAPH_URI])
     run = MlflowClient(s["uri"]).get_run(manifest["mlflow_run_id"])
-    assert {k: run.data.params[k] for k in runs.IDENTITY_PARAMS} == {k: str(v) for k, v in record.items()}
+    assert {k: run.data.params[k] for k in record.IDENTITY_PARAMS} == {k: str(v) for k, v in identity.items()}
     m = run.data.metrics
-    assert m[runs.PROMPT_TOKENS_TOTAL] == 0 and m[runs.COMPLETION_TOKENS_TOTAL] == 0
-    assert runs.LLM_LATENCY_MEAN_S not in m  # the embedding agent asks no model server
+    assert m[record.PROMPT_TOKENS_TOTAL] == 0 and m[record.COMPLETION_TOKENS_TOTAL] == 0
+    assert record.LLM_LATENCY_MEAN_S not in m  # the embedding agent asks no model server
     for chunk in chunk_manifests(out).values():
-        assert chunk["made_by"][runs.MODEL_DIGEST] == record[runs.MODEL_DIGEST]
+        assert chunk["made_by"][record.MODEL_DIGEST] == identity[record.MODEL_DIGEST]
         assert chunk["made_by"]["max_steps"] == 100 and chunk["made_by"]["options"]["use_titles"] is False
     assert mlflow.get_experiment_by_name("rec") is not None
 

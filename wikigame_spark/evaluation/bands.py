@@ -2,7 +2,7 @@
 
 LLM-WikiRace reports by band (easy 3–4, medium 5–6, hard 7–8 optimal steps) while the paper's own
 games mostly fall in 2–4, so a band table is how the two studies' numbers meet. Spark reduces the
-labelled plays (see :mod:`wikigame_spark.evaluation.report`) to per-band counts; the rates and
+labelled plays (see :mod:`wikigame_spark.evaluation.evaluate`) to per-band counts; the rates and
 their errors are Table 4's and Table 5's (:mod:`wikigame_spark.evaluation.tables`) per band.
 Games in no band form the band ``other``, so none is lost.
 """

@@ -61,7 +61,7 @@ def route_loops(route: Sequence[int]) -> RouteLoops:
 
 
 def revisit_run_ids(runs: Sequence) -> list[str]:
-    """The report's runs (``PlayRun``) whose games allowed revisits."""
+    """The report's runs (``ReportRun``) whose games allowed revisits."""
     return [r.run_id for r in runs if r.params.get("allow_revisits") == "True"]
 
 

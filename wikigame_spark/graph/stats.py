@@ -187,7 +187,7 @@ def render(report: dict, title: str, png: bytes, png_name: str) -> dict[str, byt
     """``stats.md`` (the figure by its file name ``png_name``) and ``stats.html`` (inlined) of a report."""
     import pandas as pd
 
-    from wikigame_spark.evaluation.report import _Doc
+    from wikigame_spark.evaluation.render import _Doc
 
     def rows(values: dict, labels: dict) -> pd.DataFrame:
         shown = [str(v) if isinstance(v, int) else f"{v:.4g}" for v in (values[k] for k in labels)]

@@ -1,7 +1,7 @@
 """A human play run: its graph, games and journal on disk; at the end, a play run like the agents'.
 
 The run's folder is ``GRAPH/human/RUN_NAME`` (the journal); its plays go to ``GRAPH/plays/RUN_NAME``
-and to an MLflow run through :func:`wikigame_spark.play.runs.record_plays` (a plays folder and a
+and to an MLflow run through :func:`wikigame_spark.play.record.record_plays` (a plays folder and a
 run like a play run's), so ``jobs/report.py`` reads them like any agent's. The inputs, the output
 and the tracking store are checked (:mod:`wikigame_spark.preflight`) before anyone plays.
 """
@@ -14,15 +14,14 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from wikigame_spark import io, preflight
+from wikigame_spark import io, layout, preflight
 from wikigame_spark.evaluation.humans import HUMAN
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.arena import Arena, plays_rows
-from wikigame_spark.play import runs
-from wikigame_spark.play.report import graph_params
+from wikigame_spark.layout import JOURNAL, GamesDir, GraphDir
+from wikigame_spark.play import record as play_record
 from wikigame_spark.schemas import GAMES
 
-JOURNAL = "journal.jsonl"
 _RUN_NAME = re.compile(r"[\w][\w.-]{0,99}")
 
 
@@ -55,20 +54,24 @@ class HumanPlayConfig:
 
     @property
     def games_dir(self) -> str:
-        return preflight.absolute(self.games or f"{self.graph_dir}/games").rstrip("/")
+        return preflight.absolute(self.games or GraphDir(self.graph_dir).games).rstrip("/")
 
     @property
     def run_dir(self) -> str:
-        return f"{self.graph_dir}/human/{self.run_name}"
+        return GraphDir(self.graph_dir).human(self.run_name)
 
     @property
     def output(self) -> str:
-        return f"{self.graph_dir}/plays/{self.run_name}"
+        return GraphDir(self.graph_dir).plays(self.run_name)
+
+    @property
+    def journal(self) -> str:
+        return layout.join(self.run_dir, JOURNAL)
 
 
 def load_games(games_dir: str, graph: WorkerGraph) -> list[dict]:
     """The games table as dicts in game_id order, checked against the graph."""
-    table = io.read_columns(f"{games_dir}/games", GAMES.fieldNames()).sort_by("game_id")
+    table = io.read_columns(GamesDir(games_dir).games, GAMES.fieldNames()).sort_by("game_id")
     games = table.to_pylist()
     bad = [
         g["game_id"] for g in games if not (0 <= g["source"] < graph.num_nodes and 0 <= g["target"] < graph.num_nodes)
@@ -97,7 +100,7 @@ def open_arena(cfg: HumanPlayConfig) -> Arena:
     graph = WorkerGraph.from_directory(cfg.graph_dir)
     games = load_games(cfg.games_dir, graph)
     run = {"graph": cfg.graph_dir, "games_dir": cfg.games_dir}
-    return Arena(graph, games, f"{cfg.run_dir}/{JOURNAL}", cfg.time_limit, cfg.max_steps, run)
+    return Arena(graph, games, cfg.journal, cfg.time_limit, cfg.max_steps, run)
 
 
 def record(spark: SparkSession, arena: Arena, cfg: HumanPlayConfig) -> tuple[str, dict, pd.DataFrame]:
@@ -115,14 +118,14 @@ def record(spark: SparkSession, arena: Arena, cfg: HumanPlayConfig) -> tuple[str
         "model": "",  # the players' names are in the plays' model column
         "use_titles": "",
         "players": players,
-        "journal": f"{cfg.run_dir}/{JOURNAL}",
+        "journal": cfg.journal,
         "code_version": io.code_version(),
-        **graph_params(cfg.graph_dir, preflight.require_graph(cfg.graph_dir)),
+        **play_record.graph_params(cfg.graph_dir, preflight.require_graph(cfg.graph_dir)),
     }
     counts = {"players": players, "unfinished_games": arena.unfinished()}
-    with open(f"{cfg.run_dir}/{JOURNAL}", "rb") as f:
+    with open(cfg.journal, "rb") as f:
         journal = f.read()
-    run_id, metrics = runs.record_plays(
+    run_id, metrics = play_record.record_plays(
         spark, plays, cfg.output, cfg.experiment, cfg.run_name, params, counts, {"counts": counts}, {JOURNAL: journal}
     )
     return run_id, metrics, plays

@@ -1,0 +1,298 @@
+"""The report's evaluation: play runs → labelled plays → tables and fits (pandas).
+
+Runs come from :func:`wikigame_spark.play.record.find_runs`; here each gets the label tables show
+(agent, model, the settings that change how it plays, protocol) and its graph's name
+(:func:`labelled`), their plays one frame with those labels (:func:`labelled_plays`), and
+:func:`evaluate` reduces it with Spark to small per-group counts, from which the tables, fits and
+notes of an :class:`Evaluation` are computed. Rendering it is :mod:`~wikigame_spark.evaluation.render`'s.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType
+
+from wikigame_spark.agents.local_server import PLUMBING_MODELS
+from wikigame_spark.agents.sentence_models import model_slug
+from wikigame_spark.evaluation import bands, loops, protocols, tables
+from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
+from wikigame_spark.evaluation.humans import HUMAN
+from wikigame_spark.play import record
+from wikigame_spark.play.record import PlayRun
+
+PLUMBING_TAG = "wikigame.plumbing"  # "true": a model that checks the plumbing, not a player
+PLUMBING_NOTE = "base model: plumbing check"
+
+
+# --- Runs as the report names them ------------------------------------------------------------
+@dataclass(frozen=True)
+class ReportRun(PlayRun):
+    """A play run with the names tables give it."""
+
+    label: str = ""
+    graph: str = ""
+    plumbing: bool = False
+
+
+def is_plumbing(params: dict, tags: dict | None = None) -> bool:
+    """A run of a model that checks the plumbing (the bundled base Gemma), not a player."""
+    return (tags or {}).get(PLUMBING_TAG) == "true" or (params.get("model") or "") in PLUMBING_MODELS
+
+
+def run_label(params: dict, tags: dict | None = None) -> str:
+    """The agent as tables show it: agent, model, and the settings that change how it plays."""
+    agent = params.get("agent") or "?"
+    model = params.get("model") or ""
+    text = f"{agent}: {model_slug(model)}" if model else agent
+    if params.get("use_titles") == "True":
+        text += " (titles)"
+    if params.get("top_k") not in (None, "", "0"):
+        text += f" top-{params['top_k']}"
+    if agent != HUMAN and params.get("max_steps") not in (None, "", protocols.default_max_steps(params)):
+        text += f" ≤{params['max_steps']} steps"
+    if is_plumbing(params, tags):
+        text += f" ({PLUMBING_NOTE})"
+    return text + protocols.label_suffix(params)
+
+
+def graph_label(params: dict) -> str:
+    """The graph as tables show it: OpenAlex field, else the wiki's dbname, else the folder."""
+    for key in ("graph_field", "graph_source", "graph_language"):
+        if params.get(key):
+            return params[key]
+    return (params.get("graph") or "?").rstrip("/").rsplit("/", 1)[-1]
+
+
+def labelled(runs: Sequence[PlayRun]) -> list[ReportRun]:
+    """The runs with their labels, in the report's order (label, graph, start time)."""
+    named = [
+        ReportRun(
+            **{f.name: getattr(r, f.name) for f in fields(PlayRun)},
+            label=run_label(r.params, r.tags),
+            graph=graph_label(r.params),
+            plumbing=is_plumbing(r.params, r.tags),
+        )
+        for r in runs
+    ]
+    return sorted(named, key=lambda r: (r.label, r.graph, r.start_time))
+
+
+def labelled_plays(spark: SparkSession, runs: Sequence[ReportRun]) -> tuple[DataFrame, dict[str, str]]:
+    """Every run's plays in one frame with the report's columns (label, graph, run_id,
+    max_steps), and where each run's plays were read from."""
+    if not runs:
+        raise ValueError("no play runs to report on")
+    frames, sources = [], {}
+    for run in runs:
+        plays, sources[run.run_id] = record.load_plays(spark, run)
+        frames.append(
+            plays.withColumn(tables.LABEL, F.lit(run.label))
+            .withColumn(tables.GRAPH, F.lit(run.graph))
+            .withColumn(tables.RUN_ID, F.lit(run.run_id))
+            .withColumn(tables.MAX_STEPS, F.lit(run.max_steps).cast(IntegerType()))
+        )
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out, sources
+
+
+# --- Stage ------------------------------------------------------------------------------------
+@dataclass
+class Evaluation:
+    """The report's content, before rendering."""
+
+    runs: pd.DataFrame
+    skipped: list[dict]
+    labels: list[str]
+    graphs: list[str]
+    models: dict[str, str | None]
+    success: pd.DataFrame
+    steps: pd.DataFrame
+    outcomes: pd.DataFrame
+    extra: pd.DataFrame
+    fits: list[tuple[str, str, StepFits]]
+    fit_table: pd.DataFrame
+    human_cutoff: int = HUMAN_CUTOFF
+    human_mode: str = "truncated"
+    notes: list[str] = field(default_factory=list)
+    bands: pd.DataFrame | None = None  # per difficulty band (bands.band_table)
+    loops: pd.DataFrame | None = None  # runs with revisits allowed (loops.loop_table); None without any
+    protocols: dict[str, str] = field(default_factory=dict)  # label → protocol
+    trace: pd.DataFrame = field(default_factory=pd.DataFrame)  # per run: inputs and agent identity
+    plumbing: pd.DataFrame = field(default_factory=pd.DataFrame)  # outcome counts of plumbing-model runs
+
+    def metrics(self) -> dict[str, float]:
+        """Flat per-group numbers for the report's MLflow run."""
+        out = {"runs": float(len(self.runs)), "games": float(self.success[tables.GAMES].sum())}
+        for _, r in self.success.iterrows():
+            key = metric_key(r[tables.LABEL], r[tables.GRAPH])
+            out[f"success_rate.{key}"] = r["success_rate"]
+            out[f"success_rate_sd.{key}"] = r["success_rate_sd"]
+        for _, r in self.steps.iterrows():
+            out[f"steps_above_optimal_mean.{metric_key(r[tables.LABEL], r[tables.GRAPH])}"] = r[
+                "steps_above_optimal_mean"
+            ]
+        for label, graph, f in self.fits:
+            key = metric_key(label, graph) + ("" if f.cutoff is None else ".human_cutoff")
+            out[f"fit_n.{key}"], out[f"fit_p.{key}"] = f.free.n, f.free.p
+            out[f"fit_lrt_p_value.{key}"] = f.lrt.p_value
+        out.update(bands.metrics(self.bands, metric_key) if self.bands is not None else {})
+        out.update(loops.metrics(self.loops, metric_key) if self.loops is not None else {})
+        return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
+
+
+def metric_key(label: str, graph: str) -> str:
+    """An MLflow-safe metric name part for a group."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{label}.{graph}").strip("_")
+
+
+def evaluate(
+    plays: DataFrame,
+    runs: Sequence[ReportRun],
+    skipped: Sequence[dict] = (),
+    sources: dict[str, str] | None = None,
+    human_cutoff: int = HUMAN_CUTOFF,
+    human_mode: str = "truncated",
+    difficulty_bands: tuple[tuple[int, int], ...] = ((1, 2), (3, 4), (5, 6), (7, 8)),
+) -> Evaluation:
+    """Labelled plays (see :func:`labelled_plays`) → tables and fits. Runs of plumbing models (see
+    :func:`is_plumbing`) get outcome counts only: no success rate, fit or figure."""
+    agg = tables.aggregate(plays)
+    plumbing = {r.label for r in runs if r.plumbing}
+    players = lambda df: df[~df[tables.LABEL].isin(plumbing)].reset_index(drop=True)  # noqa: E731
+    player_plays = plays.filter(~F.col(tables.LABEL).isin(sorted(plumbing))) if plumbing else plays
+    success = tables.success_table(players(agg.groups))
+    labels, graphs = tables.label_order(success), tables.graph_order(success)
+    steps = tables.steps_table(players(agg.groups))
+    outcomes = tables.outcome_table(players(agg.outcomes))
+    games = {(r[tables.LABEL], r[tables.GRAPH]): int(r[tables.GAMES]) for _, r in agg.groups.iterrows()}
+    humans = {r.label for r in runs if r.agent == HUMAN}
+    fits = fit_groups(players(agg.extra), games, humans, human_cutoff, human_mode)
+    per_run = agg.per_run.set_index(tables.RUN_ID)[tables.GAMES].to_dict()
+    run_rows = [
+        {
+            "run_name": r.run_name,
+            "run_id": r.run_id,
+            "agent": r.label,
+            "graph": r.graph,
+            "games": int(per_run.get(r.run_id, 0)),
+            "max_steps": r.max_steps if r.max_steps is not None else "",
+            "protocol": protocols.run_protocol(r.params),
+            "plays": (sources or {}).get(r.run_id, r.plays_dir),
+        }
+        for r in runs
+    ]
+    notes = []
+    empty = [row["run_name"] for row in run_rows if row["games"] == 0]
+    if empty:
+        notes.append(f"runs with no plays: {', '.join(empty)}")
+    notes += comparability_notes(runs)
+    return Evaluation(
+        runs=pd.DataFrame(run_rows),
+        skipped=list(skipped),
+        labels=labels,
+        graphs=graphs,
+        models={r.label: r.model for r in runs},
+        success=success,
+        steps=steps,
+        outcomes=outcomes,
+        extra=agg.extra,
+        fits=fits,
+        fit_table=fit_table(fits),
+        human_cutoff=human_cutoff,
+        human_mode=human_mode,
+        notes=notes,
+        bands=bands.band_table(bands.band_counts(player_plays, difficulty_bands)),
+        loops=_loops(player_plays, runs),
+        protocols={r.label: protocols.run_protocol(r.params) for r in runs},
+        trace=trace_table(runs),
+        plumbing=plumbing_table(agg.outcomes[agg.outcomes[tables.LABEL].isin(plumbing)]),
+    )
+
+
+def _short(value, n: int = 12) -> str:
+    return str(value)[:n] if value not in (None, "") else "–"
+
+
+def trace_table(runs: Sequence[ReportRun]) -> pd.DataFrame:
+    """Per run, what it played on and with: graph and games (URI, manifest digest, seed, count),
+    agent and model identity, LLM token totals and latency ("–" where an older run did not record it)."""
+    rows = []
+    for r in runs:
+        p, m = r.params, r.metrics
+        rows.append(
+            {
+                "run_name": r.run_name,
+                "agent": r.label,
+                "graph": r.graph,
+                "graph_uri": p.get(record.GRAPH_URI) or p.get("graph") or "–",
+                "graph sha1": _short(p.get(record.GRAPH_MANIFEST_SHA1)),
+                "games_uri": p.get(record.GAMES_URI) or "–",
+                "games sha1": _short(p.get(record.GAMES_MANIFEST_SHA1)),
+                "games seed": p.get(record.GAMES_SEED) or "–",
+                "games count": p.get(record.GAMES_COUNT) or "–",
+                "model": p.get("model") or "–",
+                "model digest": _short(p.get(record.MODEL_DIGEST)),
+                "engine": p.get(record.LLM_ENGINE) or "–",
+                "chat format": p.get(record.CHAT_FORMAT) or "–",
+                "protocol": p.get("protocol") or "–",
+                "prompt tokens": int(m[record.PROMPT_TOKENS_TOTAL]) if record.PROMPT_TOKENS_TOTAL in m else "–",
+                "completion tokens": int(m[record.COMPLETION_TOKENS_TOTAL])
+                if record.COMPLETION_TOKENS_TOTAL in m
+                else "–",
+                "mean latency (s)": tables.rounded(m[record.LLM_LATENCY_MEAN_S], 2)
+                if record.LLM_LATENCY_MEAN_S in m
+                else "–",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def comparability_notes(runs: Sequence[ReportRun]) -> list[str]:
+    """Warnings for runs shown side by side that did not play the same graph build or games set."""
+    notes = []
+    by_graph: dict[str, list[ReportRun]] = {}
+    for r in runs:
+        by_graph.setdefault(r.graph, []).append(r)
+    for graph, group in sorted(by_graph.items()):
+        for key, what in (
+            (record.GRAPH_MANIFEST_SHA1, "builds of the graph"),
+            (record.GAMES_MANIFEST_SHA1, "games sets"),
+        ):
+            found = {r.params[key]: r.run_name for r in group if r.params.get(key)}
+            if len(found) > 1:
+                named = "; ".join(f"{name} ({_short(d)})" for d, name in sorted(found.items()))
+                notes.append(f"runs compared on graph {graph} played different {what}: {named}")
+    untraced = [r.run_name for r in runs if not r.params.get("graph_manifest_sha1")]
+    if untraced:
+        notes.append(
+            f"{len(untraced)} run(s) recorded no graph manifest digest (made before runs were traced), so "
+            f"their inputs cannot be checked: {', '.join(untraced)}"
+        )
+    return notes
+
+
+def plumbing_table(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Outcome counts (games, not fractions) per plumbing-model run group."""
+    if outcomes.empty:
+        return pd.DataFrame()
+    table = outcomes.pivot_table(
+        index=tables.GROUP, columns="outcome", values=tables.GAMES, fill_value=0, aggfunc="sum"
+    )
+    table.insert(0, tables.GAMES, table.sum(axis=1))
+    table = table.reset_index().rename(columns={tables.LABEL: "agent"})
+    table.columns.name = None
+    return table
+
+
+def _loops(plays: DataFrame, runs: Sequence[ReportRun]) -> pd.DataFrame | None:
+    ids = loops.revisit_run_ids(runs)
+    return loops.loop_table(loops.loop_counts(plays.filter(F.col(tables.RUN_ID).isin(ids)))) if ids else None

@@ -1,0 +1,404 @@
+"""A play run's record, both ways: what is written when games are played, and how it is read back.
+
+A play run is an MLflow run (params, metrics, the ``plays.parquet`` artifact) plus a plays folder
+(:class:`~wikigame_spark.layout.PlaysDir`): chunks written atomically, each with a manifest naming
+what made it, and — once the run is finished — the run's manifest naming its MLflow run id.
+``jobs/play_games.py`` writes one chunk by chunk and may resume it (:func:`prepare_output`,
+:func:`started`, :func:`write_chunk`, :func:`finish`); plays made outside the engine (imported
+logs, people in the browser) are written in one go (:func:`record_plays`). The report finds the
+runs of an experiment and loads their plays (:func:`find_runs`, :func:`load_plays`). The names of
+the record's params and metrics are the constants below, so writer and reader agree by
+construction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import mlflow
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from wikigame_spark import io, layout, tracking
+from wikigame_spark.evaluation.metrics import summarise
+from wikigame_spark.layout import GraphDir, PlaysDir
+from wikigame_spark.schemas import ID, PLAYS, TITLE
+
+log = logging.getLogger(__name__)
+
+# The record's MLflow params (and the plays manifest's ``run_identity``) ...
+GRAPH_URI = "graph_uri"
+GRAPH_MANIFEST_SHA1 = "graph_manifest_sha1"
+GAMES_URI = "games_uri"
+GAMES_MANIFEST_SHA1 = "games_manifest_sha1"
+GAMES_SEED = "games_seed"
+GAMES_COUNT = "games_count"
+AGENT = "agent"
+MODEL = "model"
+MODEL_DIGEST = "model_digest"
+LLM_ENGINE = "llm_engine"
+CHAT_FORMAT = "chat_format"
+PROTOCOL = "protocol"
+IDENTITY_PARAMS = (
+    GRAPH_URI,
+    GRAPH_MANIFEST_SHA1,
+    GAMES_URI,
+    GAMES_MANIFEST_SHA1,
+    GAMES_SEED,
+    GAMES_COUNT,
+    AGENT,
+    MODEL,
+    MODEL_DIGEST,
+    LLM_ENGINE,
+    CHAT_FORMAT,
+    PROTOCOL,
+)
+# ... and its MLflow metrics.
+PROMPT_TOKENS_TOTAL = "prompt_tokens_total"
+COMPLETION_TOKENS_TOTAL = "completion_tokens_total"
+LLM_LATENCY_MEAN_S = "llm_latency_mean_s"
+USAGE_METRICS = (PROMPT_TOKENS_TOTAL, COMPLETION_TOKENS_TOTAL, LLM_LATENCY_MEAN_S)
+RUN_IDENTITY = "run_identity"  # the plays manifest's key
+PLAYS_ARTIFACT = "plays.parquet"
+ROUTES_ARTIFACT = "sample_routes.md"
+RUN_KIND, CHUNK_KIND = "plays", "plays-chunk"
+
+
+class ResumeMismatchError(ValueError):
+    """A run name's plays were made with other settings than this invocation's."""
+
+
+# --- What the record says ---------------------------------------------------------------------
+def graph_params(graph_dir: str, manifest: dict) -> dict:
+    """The graph's identity from its manifest: where it came from, when, which language/field."""
+    counts = manifest.get("counts", {})
+    return {
+        "graph": graph_dir,
+        "graph_kind": manifest.get("kind"),
+        "graph_source": manifest.get("dbname") or manifest.get("source") or manifest.get("input"),
+        "graph_dump_date": manifest.get("newest_revision") or manifest.get("snapshot_date"),
+        "graph_language": manifest.get("language"),
+        "graph_field": manifest.get("field"),
+        "graph_nodes": counts.get("nodes"),
+        "graph_edges": counts.get("edges"),
+        "graph_created": manifest.get("created"),
+    }
+
+
+def run_identity(cfg, graph_manifest: dict, games_dir: str, games_manifest: dict, model: dict) -> dict[str, str | int]:
+    """The record's identity params: graph and games by URI and manifest digest, games seed and
+    count, agent, model identity (``model``: :data:`MODEL` … :data:`CHAT_FORMAT`), protocol."""
+    available = int(games_manifest.get("games") or 0)
+    return {
+        GRAPH_URI: cfg.graph,
+        GRAPH_MANIFEST_SHA1: io.manifest_sha1(graph_manifest),
+        GAMES_URI: games_dir,
+        GAMES_MANIFEST_SHA1: io.manifest_sha1(games_manifest),
+        GAMES_SEED: games_manifest.get("seed", ""),
+        GAMES_COUNT: available if cfg.games is None else min(cfg.games, available),
+        AGENT: cfg.agent,
+        **model,
+        PROTOCOL: getattr(cfg, "protocol", "") or "paper",
+    }
+
+
+def play_identity(identity: dict, options: dict, max_steps: int, seed: int) -> dict:
+    """What makes a run's plays what they are: every chunk records it, a resume must match it.
+    (Where the graph and games are is not part of it: their manifest digests are.)"""
+    made = {k: v for k, v in identity.items() if k not in (GRAPH_URI, GAMES_URI)}
+    return {**made, "options": options, "max_steps": max_steps, "seed": seed}
+
+
+def usage_metrics(plays: pd.DataFrame) -> dict:
+    """Token totals, and the mean seconds per model request when the agent made any."""
+    out = {
+        PROMPT_TOKENS_TOTAL: int(plays["prompt_tokens"].sum()),
+        COMPLETION_TOKENS_TOTAL: int(plays["completion_tokens"].sum()),
+    }
+    queries = int(plays["queries"].sum())
+    if queries:
+        out[LLM_LATENCY_MEAN_S] = float(plays["seconds"].sum()) / queries
+    return out
+
+
+def sample_routes(plays: pd.DataFrame, nodes: DataFrame, n: int = 20) -> str:
+    """Markdown: the first ``n`` games' routes as titles, with their outcomes."""
+    sample = plays.sort_values("game_id").head(n)
+    ids = sorted({int(i) for route in sample["route"] for i in route} | {int(t) for t in sample["target"]})
+    titles = {r[ID]: r[TITLE] for r in nodes.filter(F.col(ID).isin(ids)).select(ID, TITLE).collect()} if ids else {}
+    lines = ["| game | outcome | steps (optimal) | target | route |", "|---|---|---|---|---|"]
+    for row in sample.itertuples():
+        route = " → ".join(titles.get(int(i), str(i)) for i in row.route)
+        lines.append(
+            f"| {row.game_id} | {row.outcome} | {row.steps} ({row.optimal_steps}) | "
+            f"{titles.get(int(row.target), row.target)} | {route} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# --- Writing: start or resume -----------------------------------------------------------------
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def check_resume(spark: SparkSession, output: str, made_by: dict, run_name: str) -> int:
+    """The number of chunks already in ``output``; each must have been made as this invocation
+    would make it, else :class:`ResumeMismatchError` names every difference."""
+    done = 0
+    fs, jpath = io.filesystem(spark, output)
+    statuses = fs.globStatus(io.filesystem(spark, PlaysDir(output).chunks_glob)[1]) if fs.exists(jpath) else None
+    for status in sorted(statuses or [], key=lambda s: s.getPath().getName()):
+        path = status.getPath().toString()
+        if not io.exists(spark, layout.manifest(path)):
+            continue
+        recorded = io.read_json(spark, layout.manifest(path)).get("made_by")
+        if recorded != made_by:
+            before, now = _flat(recorded or {}), _flat(made_by)
+            keys = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+            diff = "; ".join(f"{k}: {before.get(k, '(not recorded)')!r} then, {now.get(k)!r} now" for k in keys)
+            raise ResumeMismatchError(
+                f"{output}: run {run_name!r} was played with other settings ({diff}); "
+                "resume it with its own settings, or give another --run-name (or --overwrite to discard its plays)"
+            )
+        done += 1
+    return done
+
+
+def prepare_output(spark: SparkSession, output: str, run_name: str, overwrite: bool, made_by: dict) -> int:
+    """Make ``output`` ready to play into (the caller holds its lock); returns the chunks done.
+
+    A finished run is replaced with ``overwrite`` (checked before); unfinished plays are resumed
+    when made as this run would make them, replaced with ``overwrite``, else refused.
+    """
+    if io.exists(spark, layout.manifest(output)):
+        if not overwrite:
+            raise io.OutputExistsError(f"{output}: run {run_name!r} is finished; pass --overwrite to play it again")
+        io.delete(spark, output)
+    try:
+        return check_resume(spark, output, made_by, run_name)
+    except ResumeMismatchError:
+        if not overwrite:
+            raise
+        log.info("%s: discarding plays made with other settings (--overwrite)", output)
+        io.delete(spark, output)
+        return 0
+
+
+def resumable_run(experiment_id: str, run_name: str, identity: dict):
+    """The unfinished MLflow run of this name whose recorded identity matches, if any."""
+    previous = tracking.find_run(experiment_id, run_name)
+    if previous is None or previous.info.status == "FINISHED":
+        return None
+    had = previous.data.params
+    same = all(had.get(k) == v for k, v in tracking.clean_params(identity).items() if k in had)
+    return previous if same else None
+
+
+@contextlib.contextmanager
+def started(experiment: str, run_name: str, identity: dict, resume: bool = False) -> Iterator:
+    """The run's MLflow run: the unfinished one of this name and identity when ``resume`` (chunks
+    were found), else a new one."""
+    experiment_id = tracking.setup(experiment)
+    previous = resumable_run(experiment_id, run_name, identity) if resume else None
+    run_id = previous.info.run_id if previous else None
+    with mlflow.start_run(run_id=run_id, run_name=run_name, experiment_id=experiment_id) as run:
+        yield run
+
+
+# --- Writing: chunks and the finish -----------------------------------------------------------
+def chunk_done(spark: SparkSession, output: str, chunk: int) -> bool:
+    return io.exists(spark, layout.manifest(PlaysDir(output).chunk(chunk)))
+
+
+def write_chunk(spark: SparkSession, output: str, chunk: int, plays: DataFrame, made_by: dict | None) -> int:
+    """Write one chunk's plays and manifest atomically (a chunk is written once, never replaced);
+    returns the number of plays written."""
+    with io.staged_output(spark, PlaysDir(output).chunk(chunk), overwrite=False) as staging:
+        io.write_table(plays, PlaysDir.plays(staging), PLAYS)
+        count = spark.read.schema(PLAYS).parquet(PlaysDir.plays(staging)).count()
+        manifest = {"kind": CHUNK_KIND, "chunk": chunk, "games": count}
+        io.write_json(spark, layout.manifest(staging), {**manifest, "made_by": made_by} if made_by else manifest)
+    return count
+
+
+def read_chunks(spark: SparkSession, output: str, chunks: Sequence[int]) -> DataFrame:
+    """The plays of ``chunks`` of ``output`` as one frame."""
+    paths = [PlaysDir.plays(PlaysDir(output).chunk(c)) for c in chunks]
+    return spark.read.schema(PLAYS).parquet(*paths) if paths else spark.createDataFrame([], PLAYS)
+
+
+def log_plays(plays: pd.DataFrame, artifacts: dict[str, bytes] | None = None) -> None:
+    """The plays (``plays.parquet``) and ``artifacts`` as artifacts of the active MLflow run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        plays.to_parquet(os.path.join(tmp, PLAYS_ARTIFACT), index=False)
+        for name, data in (artifacts or {}).items():
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
+        mlflow.log_artifacts(tmp)
+
+
+def finish(
+    spark: SparkSession, output: str, run, run_name: str, experiment: str, params: dict, metrics: dict, **extra
+) -> None:
+    """Mark the run finished: its manifest, naming the MLflow run, in ``output``."""
+    manifest = {
+        "kind": RUN_KIND,
+        "run_name": run_name,
+        "mlflow_run_id": run.info.run_id,
+        "experiment": experiment,
+        "parameters": params,
+        "metrics": metrics,
+        "tracking_uri": tracking.tracking_uri(),
+        **extra,
+    }
+    io.write_json(spark, layout.manifest(output), manifest)
+
+
+def record_plays(
+    spark: SparkSession,
+    plays: pd.DataFrame,
+    output: str,
+    experiment: str,
+    run_name: str,
+    params: dict,
+    metrics: dict | None = None,
+    manifest: dict | None = None,
+    artifacts: dict[str, bytes] | None = None,
+) -> tuple[str, dict]:
+    """Plays made outside the engine (imported logs, people in the browser) recorded as a play run is:
+    an MLflow run (params, the summary plus ``metrics``, plays.parquet plus ``artifacts``) and
+    ``output`` as one chunk whose manifest names the run (with ``manifest``'s keys added), so the
+    report reads it like the rest. Returns the run id and the summary metrics."""
+    plays = plays.sort_values(["game_id", "model"], ignore_index=True, na_position="first")
+    plays["route"] = plays["route"].map(lambda r: [int(v) for v in r])  # numpy arrays from toPandas
+    with started(experiment, run_name, {}) as run:
+        tracking.log_params_resumable(run, params)
+        summary = summarise(plays)
+        tracking.log_metrics({**summary, **(metrics or {})})
+        log_plays(plays, artifacts)
+        frame = spark.createDataFrame(plays[PLAYS.fieldNames()], PLAYS)
+        with io.staged_output(spark, output, overwrite=True) as staging:
+            write_chunk(spark, staging, 0, frame, None)
+            finish(spark, staging, run, run_name, experiment, params, summary, **(manifest or {}))
+    return run.info.run_id, summary
+
+
+# --- Reading ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlayRun:
+    """One finished play run as its record says: MLflow run, params, metrics, tags, plays folder."""
+
+    run_id: str
+    run_name: str
+    start_time: int
+    params: dict
+    plays_dir: str
+    metrics: dict = field(default_factory=dict)
+    tags: dict = field(default_factory=dict)
+
+    @property
+    def agent(self) -> str:
+        return self.params.get(AGENT, "")
+
+    @property
+    def model(self) -> str | None:
+        return self.params.get(MODEL) or None
+
+    @property
+    def max_steps(self) -> int | None:
+        steps = self.params.get("max_steps")
+        return int(steps) if steps not in (None, "") else None
+
+
+def _play_run(run) -> PlayRun:
+    p = dict(run.data.params)
+    graph = (p.get("graph") or "").rstrip("/")
+    plays_dir = p.get("output") or GraphDir(graph).plays(p.get("run_name") or run.info.run_name)
+    return PlayRun(
+        run.info.run_id,
+        run.info.run_name or "",
+        int(run.info.start_time or 0),
+        p,
+        plays_dir,
+        dict(run.data.metrics),
+        dict(run.data.tags),
+    )
+
+
+def find_runs(experiment: str, run_ids: Sequence[str] = ()) -> tuple[list[PlayRun], list[dict]]:
+    """The play runs of ``experiment`` (those with an ``agent`` param): ``run_ids`` if given (each
+    must be a finished play run of it), else every finished one, the latest of several with the
+    same name; and the ones left out with the reason."""
+    from mlflow.exceptions import MlflowException
+
+    mlflow.set_tracking_uri(tracking.tracking_uri())
+    exp = mlflow.get_experiment_by_name(experiment)
+    if exp is None:
+        raise ValueError(f"experiment {experiment!r} not found at {tracking.tracking_uri()}")
+    client = mlflow.MlflowClient()
+    if run_ids:
+        runs = []
+        for run_id in run_ids:
+            try:
+                run = client.get_run(run_id)
+            except MlflowException as e:
+                raise ValueError(f"--runs: run {run_id} not found at {tracking.tracking_uri()}") from e
+            if run.info.experiment_id != exp.experiment_id:
+                raise ValueError(f"--runs: run {run_id} is not in experiment {experiment!r}")
+            if AGENT not in run.data.params:
+                raise ValueError(f"--runs: run {run_id} ({run.info.run_name}) is not a play run (no agent param)")
+            if run.info.status != "FINISHED":
+                raise ValueError(f"--runs: run {run_id} ({run.info.run_name}) is {run.info.status}, not finished")
+            runs.append(_play_run(run))
+        return runs, []
+    found = mlflow.search_runs(experiment_ids=[exp.experiment_id], output_format="list")
+    candidates = [r for r in found if AGENT in r.data.params]
+    skipped, latest = [], {}
+    for run in sorted(candidates, key=lambda r: r.info.start_time or 0, reverse=True):
+        name = run.info.run_name
+        if run.info.status != "FINISHED":
+            skipped.append({"run_id": run.info.run_id, "run_name": name, "reason": f"status {run.info.status}"})
+        elif name in latest:
+            reason = f"superseded by run {latest[name]} of the same name"
+            skipped.append({"run_id": run.info.run_id, "run_name": name, "reason": reason})
+        else:
+            latest[name] = run.info.run_id
+    keep = set(latest.values())
+    return [_play_run(r) for r in candidates if r.info.run_id in keep], skipped
+
+
+def load_plays(spark: SparkSession, run: PlayRun) -> tuple[DataFrame, str]:
+    """The run's plays, and where they were read from: its plays folder when that folder's
+    manifest names the run (Spark reads the chunks in parallel), else its ``plays.parquet``."""
+    try:
+        manifest = io.read_manifest(spark, run.plays_dir)
+    except FileNotFoundError:
+        manifest = {}
+    if manifest.get("mlflow_run_id") == run.run_id:
+        fs, pattern = io.filesystem(spark, PlaysDir(run.plays_dir).chunks_glob)
+        parts = sorted(PlaysDir.plays(s.getPath().toString()) for s in (fs.globStatus(pattern) or []))
+        if not parts:
+            return spark.createDataFrame([], PLAYS), run.plays_dir
+        return spark.read.schema(PLAYS).parquet(*parts), run.plays_dir
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = mlflow.artifacts.download_artifacts(run_id=run.run_id, artifact_path=PLAYS_ARTIFACT, dst_path=tmp)
+        except Exception as e:  # MLflow raises several types for a missing artifact
+            raise FileNotFoundError(
+                f"run {run.run_id} ({run.run_name}): no plays folder naming it at {run.plays_dir} "
+                f"and no {PLAYS_ARTIFACT} artifact ({e})"
+            ) from e
+        pdf = pd.read_parquet(path)
+    pdf["route"] = pdf["route"].map(lambda r: [int(v) for v in r])
+    pdf["model"] = pdf["model"].astype(object).where(pdf["model"].notna(), None)
+    pdf["detail"] = pdf["detail"].astype(object).where(pdf["detail"].notna(), None)
+    return spark.createDataFrame(pdf[PLAYS.fieldNames()], PLAYS), f"runs:/{run.run_id}/{PLAYS_ARTIFACT}"
