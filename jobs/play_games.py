@@ -12,7 +12,8 @@ import dataclasses
 import os
 
 from wikigame_spark import cli, io, preflight, tracking
-from wikigame_spark.config import PlayConfig, check_run_name, flatten, job_config
+from wikigame_spark.agents.base import add_option_flags, registered_agents
+from wikigame_spark.config import PlayConfig, check_run_name, job_config
 from wikigame_spark.evaluation.metrics import summarise
 from wikigame_spark.layout import GraphDir
 from wikigame_spark.play import record, runs
@@ -22,7 +23,7 @@ from wikigame_spark.schemas import NODES
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--graph", help="graph directory (nodes, edges, games)")
-    p.add_argument("--agent", help="agent name: embedding, tfidf, random, llm, reasoning")
+    p.add_argument("--agent", help=f"agent name: {', '.join(registered_agents())}")
     p.add_argument("--model", help="model name or path (sentence-transformers, or the LLM's name)")
     p.add_argument("--use-titles", action="store_true", default=None, help="compare link titles, not summaries")
     p.add_argument("--games", type=int, help="play the first N games (default: all)")
@@ -46,30 +47,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--output", help="plays directory (default GRAPH/plays/RUN_NAME)")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace a finished run's plays")
     p.add_argument("--cache-dir", help="embedding/vocabulary cache (default GRAPH/cache)")
-    p.add_argument("--corpus-graph", help="tfidf: fit the vocabulary on another graph's summaries")
-    p.add_argument("--tfidf-sample-size", type=int, help="tfidf: summaries sampled for IDF (default 100000)")
     p.add_argument("--partitions", type=int, help="Spark tasks per chunk of games")
     p.add_argument("--chunk-games", type=int, help="games per resumable chunk (default 1000)")
-    p.add_argument(
-        "--reencode",
-        action="store_true",
-        default=None,
-        help="embedding: the paper's method, re-encode offered links at every step (reference)",
-    )
-    llm = p.add_argument_group("llm / reasoning agents (endpoint and key: OPENAI_BASE_URL, OPENAI_API_KEY)")
-    llm.add_argument("--base-url", help="OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
-    llm.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
-    llm.add_argument("--timeout", type=float, help="seconds per request (default 60)")
-    llm.add_argument("--http-retries", type=int, help="retries on timeouts/429/5xx, with backoff (default 5)")
-    llm.add_argument("--max-tokens", type=int, help="completion token cap (default: llm 200, reasoning 1024)")
-    llm.add_argument("--max-titles", type=int, help="link titles shown per step (paper: 200, 500 for GPT; 0 = all)")
-    llm.add_argument("--max-retries", type=int, help="follow-ups after a bad answer (paper: 4)")
-    llm.add_argument("--concurrency", type=int, help="requests in flight per worker (default 8)")
-    llm.add_argument("--response-cache", help="directory caching replies by request (reruns are free)")
-    llm.add_argument("--shuffle-links", action="store_true", default=None, help="shuffle titles (position bias)")
-    llm.add_argument("--top-k", type=int, help="offer only the k links most similar to the target (hybrid)")
-    llm.add_argument("--embedding-model", help="model ranking links for --top-k (default all-MiniLM-L6-v2)")
-    llm.add_argument("--show-route", action="store_true", default=None, help="tell the model the route so far")
+    add_option_flags(p)
     p.add_argument("--config", help="YAML settings (default conf/play_games.yaml)")
     return p.parse_args(argv)
 
@@ -110,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         made_by = record.play_identity(identity, runs.play_options(cfg), cfg.max_steps, cfg.seed)
         done = record.prepare_output(spark, output, run_name, cfg.overwrite, made_by)
         with record.started(cfg.experiment, run_name, identity, resume=bool(done)) as run:
-            params = {**flatten(cfg), "code_version": io.code_version(), **record.graph_params(graph, graph_manifest)}
+            params = {
+                **runs.settings_record(cfg),
+                "code_version": io.code_version(),
+                **record.graph_params(graph, graph_manifest),
+            }
             params.update(identity)
             tracking.log_params_resumable(run, params)
             result = runs.play(spark, cfg, output, made_by, {"api_key": settings["api_key"]})

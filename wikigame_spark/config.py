@@ -78,45 +78,134 @@ def _coerce(name: str, value: Any, hint: Any, source: str) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class AgentOptions:
+    """An agent's own settings, registered with it (``register_agent(name, options=…)``).
+
+    Subclasses are frozen dataclasses of :func:`option` fields: the default, the help of the
+    job's flag, and whether the setting changes the plays (a resumed run must keep it) or only
+    how fast they are made. ``jobs/play_games.py`` makes its flags from them, its YAML keys are
+    checked against them, and a play run's record lists them (:func:`agent_settings_record`).
+    """
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` naming a setting whose value cannot work (the base has none)."""
+
+
+def option(default: Any, help: str, plays: bool = True) -> Any:
+    """A field of an :class:`AgentOptions` class: default, flag help, whether it changes the plays."""
+    return dataclasses.field(default=default, metadata={"help": help, "plays": plays})
+
+
+def positive(settings: Any, *names: str) -> None:
+    """Each named setting of ``settings`` (a config or options) is above 0, else :class:`ConfigError`."""
+    for name in names:
+        if getattr(settings, name) <= 0:
+            raise ConfigError(f"{name}: must be positive, got {getattr(settings, name)}")
+
+
+def non_negative(settings: Any, *names: str) -> None:
+    """Each named setting of ``settings`` is 0 or more, else :class:`ConfigError`."""
+    for name in names:
+        if getattr(settings, name) < 0:
+            raise ConfigError(f"{name}: must be 0 or more, got {getattr(settings, name)}")
+
+
+AGENT_OPTIONS = "agent_options"  # the field of a job config that holds its agent's options
+
+
+def _read_yaml(yaml_path: str | None) -> dict:
+    if not yaml_path:
+        return {}
+    try:
+        with open(yaml_path, encoding="utf-8") as f:
+            loaded = yaml.safe_load(f) or {}
+    except OSError as e:
+        raise ConfigError(f"{yaml_path}: cannot read config: {e}") from e
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{yaml_path}: expected a mapping of settings, got {type(loaded).__name__}")
+    return loaded
+
+
+def _agent_options(cls: type, loaded: dict, overrides: dict) -> tuple[type | None, dict[str, list[str]]]:
+    """For a config with agent options: the chosen agent's options class, and every other
+    registered option's name → the agents it belongs to."""
+    if AGENT_OPTIONS not in {f.name for f in dataclasses.fields(cls)}:
+        return None, {}
+    from wikigame_spark.agents.base import agent_class, registered_agents, registered_options
+
+    registered_agents()  # the built-in agents, registered on import
+    agent = overrides.get("agent") or loaded.get("agent")
+    chosen = agent_class(agent).options if agent else None
+    others: dict[str, list[str]] = {}
+    for options, agents in registered_options().items():
+        if options is not chosen:
+            for f in dataclasses.fields(options):
+                others.setdefault(f.name, []).extend(agents)
+    return chosen, others
+
+
 def load_config(cls: type[T], yaml_path: str | None = None, overrides: dict | None = None) -> T:
-    """Build ``cls`` from a YAML file (optional) and flag overrides (None values are ignored)."""
+    """Build ``cls`` from a YAML file (optional) and flag overrides (None values are ignored).
+
+    A config with agent options (``PlayConfig``) takes the chosen agent's settings too, into
+    its :data:`AGENT_OPTIONS`; a setting of another agent is refused unless it is that agent's
+    default (a YAML file may list defaults for every agent)."""
     hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = {f.name for f in dataclasses.fields(cls)} - {AGENT_OPTIONS}
+    loaded = _read_yaml(yaml_path)
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    chosen, others = _agent_options(cls, loaded, overrides)
+    option_hints = typing.get_type_hints(chosen) if chosen else {}
+    known = names | set(option_hints)
+    unknown = sorted(set(loaded) - known - set(others))
+    if unknown:
+        raise ConfigError(f"{yaml_path}: unknown setting(s) {unknown}; valid: {sorted(known)}")
     values: dict[str, Any] = {}
-    if yaml_path:
-        try:
-            with open(yaml_path, encoding="utf-8") as f:
-                loaded = yaml.safe_load(f) or {}
-        except OSError as e:
-            raise ConfigError(f"{yaml_path}: cannot read config: {e}") from e
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{yaml_path}: expected a mapping of settings, got {type(loaded).__name__}")
-        unknown = sorted(set(loaded) - names)
-        if unknown:
-            raise ConfigError(f"{yaml_path}: unknown setting(s) {unknown}; valid: {sorted(names)}")
-        for k, v in loaded.items():
-            values[k] = _coerce(k, v, hints[k], yaml_path)
-    for k, v in (overrides or {}).items():
-        if v is None:
-            continue
-        if k not in names:
-            raise ConfigError(f"flag --{k.replace('_', '-')} is not a setting of {cls.__name__}")
-        values[k] = _coerce(k, v, hints[k], "command line")
-    cfg = cls(**{**protocol_preset(cls, values.get("protocol")), **values})
+    options: dict[str, Any] = {}
+    for source, given in ((yaml_path, loaded), ("command line", overrides)):
+        for k, v in given.items():
+            if k in names:
+                values[k] = _coerce(k, v, hints[k], source)
+            elif k in option_hints:
+                options[k] = _coerce(k, v, option_hints[k], source)
+            elif k in others:
+                _check_not_set(k, v, others[k], source)
+            else:
+                raise ConfigError(f"flag --{k.replace('_', '-')} is not a setting of {cls.__name__}")
+    protocol = values.get("protocol")
+    if chosen is not None:
+        values[AGENT_OPTIONS] = chosen(**{**protocol_preset(chosen, protocol), **options})
+    cfg = cls(**{**protocol_preset(cls, protocol), **values})
     validate = getattr(cfg, "validate", None)
     if validate:
         validate()
     return cfg
 
 
+def _check_not_set(name: str, value: Any, agents: list[str], source: str) -> None:
+    """Another agent's setting: only its default may be given (it would change nothing)."""
+    from wikigame_spark.agents.base import agent_class
+
+    owner = agent_class(agents[0]).options
+    default = next(f.default for f in dataclasses.fields(owner) if f.name == name)
+    if _coerce(name, value, typing.get_type_hints(owner)[name], source) != default:
+        flag = name.replace("_", "-")
+        raise ConfigError(f"{name} (--{flag}) only applies to --agent {' or '.join(agents)}")
+
+
 def flatten(cfg: Any, secrets: tuple[str, ...] = ("api_key", "key", "secret", "token", "password")) -> dict:
-    """Config as a flat dict of strings for MLflow params and manifests, secrets removed."""
+    """Config as a flat dict of strings for MLflow params and manifests, secrets removed; nested
+    options (an agent's) are flattened into it."""
     out = {}
     for f in dataclasses.fields(cfg):
         if any(s in f.name.lower() for s in secrets):
             continue
         v = getattr(cfg, f.name)
-        out[f.name] = ",".join(map(str, v)) if isinstance(v, tuple) else v
+        if dataclasses.is_dataclass(v):
+            out.update(flatten(v, secrets))
+        else:
+            out[f.name] = ",".join(map(str, v)) if isinstance(v, tuple) else v
     return out
 
 
@@ -132,7 +221,8 @@ def job_config(cls: type[T], job: str, args) -> T:
     return load_config(cls, args.config or default_yaml(job), overrides)
 
 
-__all__ = ["ConfigError", "WikipediaBuildConfig", "default_yaml", "flatten", "job_config", "load_config"]
+__all__ = ["AGENT_OPTIONS", "AgentOptions", "ConfigError", "WikipediaBuildConfig", "default_yaml", "flatten"]
+__all__ += ["job_config", "load_config", "non_negative", "option", "positive"]
 __all__ += ["PROTOCOLS", "check_protocol", "check_run_name", "parse_bands", "protocol_preset"]
 
 
@@ -143,16 +233,17 @@ __all__ += ["PROTOCOLS", "check_protocol", "check_run_name", "parse_bands", "pro
 PROTOCOLS: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {},
     "llm-wikirace": {
-        "PlayConfig": {"max_steps": 30, "allow_revisits": True, "max_titles": 0},
+        "PlayConfig": {"max_steps": 30, "allow_revisits": True},
+        "LlmOptions": {"max_titles": 0},
         "SampleGamesConfig": {"largest_scc": True, "stratify": "3-4,5-6,7-8"},
     },
 }
 
 
 def protocol_preset(cls: type, protocol: str | None) -> dict[str, Any]:
-    """The settings ``protocol`` gives ``cls`` in place of its defaults (none for an unknown name:
-    ``check_protocol`` then says what is valid)."""
-    if "protocol" not in {f.name for f in dataclasses.fields(cls)}:
+    """The settings ``protocol`` gives ``cls`` (a job's config, or an agent's options) in place of
+    its defaults (none for an unknown name: ``check_protocol`` then says what is valid)."""
+    if "protocol" not in {f.name for f in dataclasses.fields(cls)} and not issubclass(cls, AgentOptions):
         return {}
     return dict(PROTOCOLS.get(protocol or "paper", {}).get(cls.__name__, {}))
 
@@ -272,11 +363,14 @@ __all__ += ["GraphStatsConfig", "SampleGamesConfig"]
 # --- Play (jobs/play_games.py) ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class PlayConfig:
-    """``jobs/play_games.py``: agents play sampled games; plays Parquet + an MLflow run."""
+    """``jobs/play_games.py``: agents play sampled games; plays Parquet + an MLflow run.
+
+    The settings every agent shares; the chosen agent's own are its options class's
+    (``agent_options``, registered with the agent: e.g. ``TfidfOptions``, ``LlmOptions``)."""
 
     graph: str = ""
     agent: str = ""
-    model: str = ""
+    model: str = ""  # default: the agent's own (embedding: all-MiniLM-L6-v2)
     use_titles: bool = False
     games: int | None = None  # None = every game of the games table
     games_dir: str = ""  # default <graph>/games
@@ -289,51 +383,22 @@ class PlayConfig:
     cache_dir: str = ""  # default <graph>/cache
     chunk_games: int = 1000
     partitions: int = 0  # 0 = twice the default parallelism
-    corpus_graph: str = ""
-    tfidf_sample_size: int = 100_000
-    reencode: bool = False
-    # llm / reasoning agents (the API key comes from OPENAI_API_KEY only, never from config)
-    base_url: str = ""  # default OPENAI_BASE_URL, else the OpenAI API
-    temperature: float = 0.0
-    timeout: float = 60.0
-    http_retries: int = 5
-    backoff: float = 1.0
-    max_tokens: int = 0  # 0 = the agent's default cap (llm 200, reasoning 1024)
-    max_titles: int = 200  # 0 = every link
-    max_retries: int = 4
-    concurrency: int = 8
-    response_cache: str = ""
-    shuffle_links: bool = False
-    top_k: int = 0
-    embedding_model: str = ""
-    show_route: bool = False
     protocol: str = "paper"  # paper | llm-wikirace (PROTOCOLS): the study whose defaults apply
     allow_revisits: bool = False  # offer visited pages too (LLM-WikiRace); a deterministic agent may loop
+    agent_options: AgentOptions = AgentOptions()  # the chosen agent's (load_config fills it)
 
     def validate(self) -> None:
         if not self.graph:
             raise ConfigError("graph: give the graph directory (--graph)")
         check_protocol(self.protocol)
-        for name in ("concurrency", "timeout"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)}")
-        for name in ("max_titles", "max_retries", "http_retries", "top_k", "max_tokens"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name}: must be 0 or more, got {getattr(self, name)}")
-        if self.top_k and self.agent not in ("llm", "reasoning"):
-            raise ConfigError("top_k (--top-k) only applies to --agent llm or reasoning")
         if not self.agent:
             raise ConfigError("agent: give an agent name (--agent), e.g. embedding, tfidf, random")
-        for name in ("max_steps", "chunk_games", "tfidf_sample_size"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)}")
+        positive(self, "max_steps", "chunk_games")
         if self.games is not None and self.games <= 0:
             raise ConfigError(f"games: must be positive, got {self.games} (omit --games to play every game)")
-        if self.partitions < 0:
-            raise ConfigError(f"partitions: must be 0 or more, got {self.partitions}")
+        non_negative(self, "partitions")
         check_run_name(self.run_name)
-        if self.agent != "tfidf" and self.corpus_graph:
-            raise ConfigError("corpus_graph (--corpus-graph) only applies to --agent tfidf")
+        self.agent_options.validate()
 
 
 # --- OpenAlex (jobs/build_openalex.py) -------------------------------------------------------------

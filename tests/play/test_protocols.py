@@ -104,10 +104,11 @@ def test_no_loop_for_an_agent_that_may_choose_differently():
 
 
 def test_protocol_presets_with_yaml_and_flags_overriding(tmp_path):
-    paper = load_config(PlayConfig, None, {"graph": "g", "agent": "tfidf"})
-    assert (paper.protocol, paper.max_steps, paper.allow_revisits, paper.max_titles) == ("paper", 100, False, 200)
-    race = load_config(PlayConfig, None, {"graph": "g", "agent": "tfidf", "protocol": "llm-wikirace"})
-    assert (race.max_steps, race.allow_revisits, race.max_titles) == (30, True, 0)
+    paper = load_config(PlayConfig, None, {"graph": "g", "agent": "llm"})
+    assert (paper.protocol, paper.max_steps, paper.allow_revisits) == ("paper", 100, False)
+    assert paper.agent_options.max_titles == 200
+    race = load_config(PlayConfig, None, {"graph": "g", "agent": "llm", "protocol": "llm-wikirace"})
+    assert (race.max_steps, race.allow_revisits, race.agent_options.max_titles) == (30, True, 0)
     flags = {"graph": "g", "agent": "tfidf", "protocol": "llm-wikirace", "max_steps": 50, "allow_revisits": False}
     assert (load_config(PlayConfig, None, flags).max_steps, load_config(PlayConfig, None, flags).allow_revisits) == (
         50,
@@ -115,8 +116,8 @@ def test_protocol_presets_with_yaml_and_flags_overriding(tmp_path):
     )
     yaml_path = tmp_path / "play.yaml"
     yaml_path.write_text("protocol: llm-wikirace\nmax_titles: 100\n")
-    from_yaml = load_config(PlayConfig, str(yaml_path), {"graph": "g", "agent": "tfidf"})
-    assert (from_yaml.max_steps, from_yaml.max_titles) == (30, 100)
+    from_yaml = load_config(PlayConfig, str(yaml_path), {"graph": "g", "agent": "reasoning"})
+    assert (from_yaml.max_steps, from_yaml.agent_options.max_titles) == (30, 100)
     sampling = load_config(SampleGamesConfig, None, {"graph": "g", "protocol": "llm-wikirace"})
     assert sampling.strata() == ((3, 4), (5, 6), (7, 8))
     assert load_config(

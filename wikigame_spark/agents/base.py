@@ -6,6 +6,11 @@ the links it is offered; the engine enforces the rules.
 
 Heavy objects (models, vocabularies, clients) are built in ``__init__``, which runs once per
 worker process (:func:`worker_agent`), never on the driver to be pickled.
+
+An agent registers with its options class (a frozen dataclass of
+:class:`~wikigame_spark.config.AgentOptions`: defaults, validation, help); its settings reach it
+as a plain dict (picklable, a cache key) and it reads them typed, defaults applied, through
+:meth:`Agent.options_of`. Adding an agent is one module and its import in ``agents/__init__.py``.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ from __future__ import annotations
 import abc
 import json
 import threading
-from dataclasses import dataclass, field
+import typing
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from pyspark.sql import SparkSession
 
+from wikigame_spark.config import AgentOptions
 from wikigame_spark.graph.worker_graph import WorkerGraph
 
 
@@ -65,11 +72,23 @@ class Agent(abc.ABC):
     outcomes: tuple[str, ...] = ()
     #: the choice depends only on (current page, offered links, target): a repeated state is a loop
     deterministic: bool = False
+    #: the model played when none is given (agents without a model: none)
+    default_model: str = ""
+    #: the agent's own settings (``register_agent`` sets them)
+    options: type[AgentOptions] = AgentOptions
+    name: str = ""
 
     def __init__(self, graph: WorkerGraph, settings: dict, resources: dict) -> None:
         self.graph = graph
         self.settings = settings
         self.resources = resources
+        self.opts = self.options_of(settings)
+
+    @classmethod
+    def options_of(cls, settings: dict):
+        """The agent's options from ``settings`` (the play's settings plus its options' fields),
+        each missing one at its default."""
+        return cls.options(**{f.name: settings[f.name] for f in fields(cls.options) if f.name in settings})
 
     @classmethod
     def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
@@ -89,22 +108,72 @@ class Agent(abc.ABC):
 _REGISTRY: dict[str, type[Agent]] = {}
 
 
-def register_agent(name: str):
+def register_agent(name: str, options: type[AgentOptions] = AgentOptions):
+    """Register an :class:`Agent` subclass under ``name`` with its options class. A name
+    registered twice, a class that is not an agent, options that are not a frozen
+    :class:`AgentOptions` dataclass, or an option name another agent's options use for another
+    setting (one flag, one meaning) are refused."""
+
     def add(cls: type[Agent]) -> type[Agent]:
+        if not (isinstance(cls, type) and issubclass(cls, Agent)):
+            raise TypeError(f"register_agent({name!r}): {cls!r} is not a subclass of Agent")
+        if name in _REGISTRY:
+            raise ValueError(
+                f"agent {name!r} is registered twice: {_REGISTRY[name].__qualname__} and {cls.__qualname__}"
+            )
+        if not (
+            isinstance(options, type) and issubclass(options, AgentOptions) and options.__dataclass_params__.frozen
+        ):
+            raise TypeError(f"register_agent({name!r}): options {options!r} is not a frozen AgentOptions dataclass")
+        for other, agents in registered_options().items():
+            shared = {f.name for f in fields(other)} & {f.name for f in fields(options)}
+            if other is not options and shared:
+                raise ValueError(
+                    f"agent {name!r}: option(s) {sorted(shared)} of {options.__name__} are already "
+                    f"{other.__name__}'s (agents {', '.join(agents)}); give them other names"
+                )
+        cls.name, cls.options = name, options
         _REGISTRY[name] = cls
-        cls.name = name
         return cls
 
     return add
 
 
-def agent_class(name: str) -> type[Agent]:
-    """The agent registered under ``name``; an unknown name lists the valid ones."""
+def registered_options() -> dict[type[AgentOptions], list[str]]:
+    """Every registered options class and the agents that use it, in registration order."""
+    out: dict[type[AgentOptions], list[str]] = {}
+    for name, cls in _REGISTRY.items():
+        out.setdefault(cls.options, []).append(name)
+    return out
+
+
+def registered_agents() -> dict[str, type[Agent]]:
+    """The agents by name, the built-in ones registered first."""
     from wikigame_spark import agents  # noqa: F401  (registers the built-in agents)
 
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown agent {name!r}; valid agents: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+    return dict(_REGISTRY)
+
+
+def add_option_flags(parser) -> None:
+    """One ``argparse`` group per registered options class, a flag per option (``--top-k`` for
+    ``top_k``; booleans are switches), its help from the option."""
+    for options, agents in registered_options().items():
+        group = parser.add_argument_group((options.__doc__ or ", ".join(agents)).strip().splitlines()[0])
+        hints = typing.get_type_hints(options)
+        for f in fields(options):
+            flag, help_text = "--" + f.name.replace("_", "-"), f.metadata.get("help")
+            if hints[f.name] is bool:
+                group.add_argument(flag, action="store_true", default=None, help=help_text)
+            else:
+                group.add_argument(flag, type=hints[f.name], help=help_text)
+
+
+def agent_class(name: str) -> type[Agent]:
+    """The agent registered under ``name``; an unknown name lists the valid ones."""
+    known = registered_agents()
+    if name not in known:
+        raise ValueError(f"unknown agent {name!r}; valid agents: {', '.join(sorted(known))}")
+    return known[name]
 
 
 _lock = threading.Lock()

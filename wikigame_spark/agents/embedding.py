@@ -9,12 +9,15 @@ step — kept as the reference the cache is verified against.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from pyspark.sql import SparkSession
 
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, model_digest, prompt_names
+from wikigame_spark.config import AgentOptions, option
 from wikigame_spark.layout import GraphDir
 from wikigame_spark.schemas import SUMMARY, TITLE
 
@@ -23,16 +26,24 @@ def _text_col(settings: dict) -> str:
     return TITLE if settings.get("use_titles") else SUMMARY
 
 
-@register_agent("embedding")
+@dataclass(frozen=True)
+class EmbeddingOptions(AgentOptions):
+    """embedding agent (--model: a sentence-transformers name or path)"""
+
+    reencode: bool = option(False, "the paper's method, re-encode offered links at every step (reference)")
+
+
+@register_agent("embedding", options=EmbeddingOptions)
 class EmbeddingAgent(Agent):
     deterministic = True
+    default_model = DEFAULT_MODEL
 
     @classmethod
     def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
-        model = settings.get("model") or DEFAULT_MODEL
+        model = settings.get("model") or cls.default_model
         query, document = prompt_names(model)
         resources = {"query_prompt": query, "document_prompt": document}
-        if settings.get("reencode"):
+        if cls.options_of(settings).reencode:
             return resources
         cache_dir = settings.get("cache_dir") or GraphDir(graph_dir).cache
         resources["targets"] = ensure_embeddings(spark, graph_dir, cache_dir, model, SUMMARY, query)
@@ -41,14 +52,14 @@ class EmbeddingAgent(Agent):
 
     @classmethod
     def identity(cls, settings: dict) -> dict:
-        model = settings.get("model") or DEFAULT_MODEL
+        model = settings.get("model") or cls.default_model
         return {"model": model, "model_digest": model_digest(model)}
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)
-        self.model_name = settings.get("model") or DEFAULT_MODEL
+        self.model_name = settings.get("model") or self.default_model
         self.texts = graph.titles if settings.get("use_titles") else graph.summaries
-        if settings.get("reencode"):
+        if self.opts.reencode:
             self.model = load_model(self.model_name)
         else:
             self.targets = load_matrix(resources["targets"], graph.num_nodes)
@@ -60,7 +71,7 @@ class EmbeddingAgent(Agent):
 
     def scores(self, target: int, offered: np.ndarray) -> np.ndarray:
         """Cosine similarity of each offered link's text to the target's summary."""
-        if self.settings.get("reencode"):
+        if self.opts.reencode:
             q = self.resources.get("query_prompt")
             d = self.resources.get("document_prompt")
             target_vector = encode(self.model, [self.graph.summaries[target]], q)[0]

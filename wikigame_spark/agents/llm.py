@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 from pyspark.sql import SparkSession
@@ -26,6 +27,7 @@ from wikigame_spark.agents import prompts
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.embedding import EmbeddingAgent
 from wikigame_spark.agents.llm_client import BadRequest, ChatClient, NoResponse, server_identity
+from wikigame_spark.config import AgentOptions, non_negative, option, positive
 
 # Completion caps when --max-tokens is not given. The paper's answer, {"title": …, "reason": …},
 # takes well under 200 tokens; a reasoning reply thinks before its <answer>. Without a cap a model
@@ -39,7 +41,35 @@ NO_RESPONSE = "no_response"
 NO_ANSWER = "no_answer"
 
 
-@register_agent("llm")
+@dataclass(frozen=True)
+class LlmOptions(AgentOptions):
+    """llm / reasoning agents (endpoint and key: OPENAI_BASE_URL, OPENAI_API_KEY)"""
+
+    base_url: str = option("", "OpenAI-compatible endpoint (default OPENAI_BASE_URL)", plays=False)
+    temperature: float = option(0.0, "sampling temperature (default 0)")
+    timeout: float = option(60.0, "seconds per request (default 60)", plays=False)
+    http_retries: int = option(5, "retries on timeouts/429/5xx, with backoff (default 5)", plays=False)
+    backoff: float = option(1.0, "seconds before the first retry, doubling (default 1)", plays=False)
+    max_tokens: int = option(0, "completion token cap (default: llm 200, reasoning 1024)")
+    max_titles: int = option(200, "link titles shown per step (paper: 200, 500 for GPT; 0 = all)")
+    max_retries: int = option(4, "follow-ups after a bad answer (paper: 4)")
+    concurrency: int = option(8, "requests in flight per worker (default 8)", plays=False)
+    response_cache: str = option("", "directory caching replies by request (reruns are free)", plays=False)
+    shuffle_links: bool = option(False, "shuffle titles (position bias)")
+    top_k: int = option(0, "offer only the k links most similar to the target (hybrid)")
+    embedding_model: str = option("", f"model ranking links for --top-k (default {EmbeddingAgent.default_model})")
+    show_route: bool = option(False, "tell the model the route so far")
+
+    def validate(self) -> None:
+        positive(self, "concurrency", "timeout")
+        non_negative(self, "max_titles", "max_retries", "http_retries", "top_k", "max_tokens")
+
+    @property
+    def ranking_model(self) -> str:
+        return self.embedding_model or EmbeddingAgent.default_model
+
+
+@register_agent("llm", options=LlmOptions)
 class LlmAgent(Agent):
     reasoning = False
     outcomes = (HALLUCINATION, BAD_REQUEST, NO_RESPONSE)
@@ -49,47 +79,49 @@ class LlmAgent(Agent):
     def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
         if not settings.get("model"):
             raise ValueError(f"--agent {cls.name} needs --model (the model name the server knows)")
-        if int(settings.get("top_k") or 0) > 0:
-            embedding = {**settings, "model": settings.get("embedding_model"), "use_titles": False, "reencode": False}
+        options = cls.options_of(settings)
+        if options.top_k > 0:
+            embedding = {**settings, "model": options.ranking_model, "use_titles": False, "reencode": False}
             return {"embedding": EmbeddingAgent.prepare(spark, graph_dir, embedding)}
         return {}
 
     @classmethod
     def identity(cls, settings: dict) -> dict:
-        return server_identity(settings.get("base_url") or None, settings["model"], settings.get("api_key") or None)
+        base_url = cls.options_of(settings).base_url or None
+        return server_identity(base_url, settings["model"], settings.get("api_key") or None)
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)
-        s = settings
+        o = self.opts
         self.client = ChatClient(
-            model=s["model"],
-            base_url=s.get("base_url") or None,
-            api_key=s.get("api_key") or None,
-            temperature=float(s.get("temperature", 0.0)),
-            seed=s.get("seed"),
-            timeout=float(s.get("timeout", 60.0)),
-            retries=int(s.get("http_retries", 5)),
-            backoff=float(s.get("backoff", 1.0)),
-            max_tokens=int(s.get("max_tokens") or 0) or self.default_max_tokens,
-            cache_dir=s.get("response_cache") or "",
+            model=settings["model"],
+            base_url=o.base_url or None,
+            api_key=settings.get("api_key") or None,
+            temperature=float(o.temperature),
+            seed=settings.get("seed"),
+            timeout=float(o.timeout),
+            retries=int(o.http_retries),
+            backoff=float(o.backoff),
+            max_tokens=int(o.max_tokens) or self.default_max_tokens,
+            cache_dir=o.response_cache,
         )
-        self.max_titles = int(s.get("max_titles", 200))
-        self.max_retries = int(s.get("max_retries", 4))
-        self.pool = ThreadPoolExecutor(max_workers=int(s.get("concurrency", 8)))
+        self.max_titles = int(o.max_titles)
+        self.max_retries = int(o.max_retries)
+        self.pool = ThreadPoolExecutor(max_workers=int(o.concurrency))
         self.ranker = None
-        if int(s.get("top_k") or 0) > 0:
-            self.ranker = EmbeddingAgent(graph, {"model": s.get("embedding_model")}, resources["embedding"])
+        if o.top_k > 0:
+            self.ranker = EmbeddingAgent(graph, {"model": o.ranking_model}, resources["embedding"])
 
     def choose(self, requests: list[StepRequest]) -> list[Choice]:
         return list(self.pool.map(self._step, requests))
 
     def _offered(self, r: StepRequest) -> list[int]:
         offered = r.offered
-        if self.settings.get("shuffle_links"):
+        if self.opts.shuffle_links:
             offered = np.random.default_rng([int(self.settings.get("seed") or 0), r.game_id, r.step]).permutation(
                 offered
             )
-        k = int(self.settings.get("top_k") or 0)
+        k = self.opts.top_k
         if self.ranker is not None and offered.size > k:
             scores = self.ranker.scores(r.target, offered)
             keep = np.sort(np.argsort(-scores, kind="stable")[:k])
@@ -104,7 +136,7 @@ class LlmAgent(Agent):
         node_of = dict(zip(titles, shown))
         target = titles_of[r.target]
         route = visited = None
-        if self.settings.get("show_route"):  # offered pages are visited ones only when revisits are allowed
+        if self.opts.show_route:  # offered pages are visited ones only when revisits are allowed
             route, seen = [titles_of[i] for i in r.route], set(r.route)
             visited = [titles_of[i] for i in shown if i in seen]
         messages = prompts.first_messages(
@@ -139,7 +171,7 @@ class LlmAgent(Agent):
         return ended(None, HALLUCINATION, f"last reply: {(reply.text if reply else '') or ''}"[:500])
 
 
-@register_agent("reasoning")
+@register_agent("reasoning", options=LlmOptions)
 class ReasoningAgent(LlmAgent):
     """Chain-of-thought prompting; the answer must come inside ``<answer></answer>`` tags."""
 

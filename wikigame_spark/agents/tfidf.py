@@ -14,6 +14,7 @@ import sys
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 from wikigame_spark import io, layout
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
+from wikigame_spark.config import AgentOptions, option, positive
 from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import ID, NODES, SUMMARY
 
@@ -82,14 +84,26 @@ def cosine(a: dict[str, float], b: dict[str, float]) -> float:
     return sum(w * b.get(t, 0.0) for t, w in a.items())
 
 
-@register_agent("tfidf")
+@dataclass(frozen=True)
+class TfidfOptions(AgentOptions):
+    """tfidf agent"""
+
+    corpus_graph: str = option("", "fit the vocabulary on another graph's summaries (default: the played graph)")
+    tfidf_sample_size: int = option(100_000, "summaries sampled for IDF (default 100000)")
+
+    def validate(self) -> None:
+        positive(self, "tfidf_sample_size")
+
+
+@register_agent("tfidf", options=TfidfOptions)
 class TfidfAgent(Agent):
     deterministic = True
 
     @classmethod
     def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
-        corpus = settings.get("corpus_graph") or graph_dir
-        size = int(settings.get("sample_size") or 100_000)
+        options = cls.options_of(settings)
+        corpus = options.corpus_graph or graph_dir
+        size = options.tfidf_sample_size
         seed = int(settings.get("seed") or 0)
         cache_dir = settings.get("cache_dir") or GraphDir(graph_dir).cache
         created = io.read_manifest(spark, corpus).get("created")

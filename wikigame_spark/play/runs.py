@@ -9,6 +9,7 @@ differences. Writing and reading the run's record is :mod:`wikigame_spark.play.r
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -17,9 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wikigame_spark import io
-from wikigame_spark.agents.base import AgentSpec, agent_class
-from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_slug
-from wikigame_spark.config import PlayConfig
+from wikigame_spark.agents.base import AgentSpec, agent_class, registered_options
+from wikigame_spark.agents.sentence_models import model_slug
+from wikigame_spark.config import AgentOptions, PlayConfig, flatten, protocol_preset
 from wikigame_spark.layout import GamesDir, GraphDir, PlaysDir
 from wikigame_spark.play import record
 from wikigame_spark.play.engine import play_stage
@@ -27,27 +28,10 @@ from wikigame_spark.schemas import GAMES
 
 log = logging.getLogger(__name__)
 
-MODEL_AGENTS = {"embedding": DEFAULT_MODEL}
-
-# Settings that change the plays (a resume must keep them); the rest (timeouts, concurrency,
-# caches, partitions) only change how fast they are made.
-PLAY_OPTIONS = (
-    "use_titles",
-    "corpus_graph",
-    "tfidf_sample_size",
-    "reencode",
-    "temperature",
-    "max_tokens",
-    "max_titles",
-    "max_retries",
-    "shuffle_links",
-    "top_k",
-    "embedding_model",
-    "show_route",
-    "allow_revisits",
-    "protocol",
-    "chunk_games",
-)
+# Shared settings that change the plays (a resume must keep them), beside the agents' options
+# marked so (``option(…, plays=True)``); the rest (timeouts, concurrency, caches, partitions) only
+# change how fast they are made.
+PLAY_SETTINGS = ("use_titles", "allow_revisits", "protocol", "chunk_games")
 
 
 @dataclass
@@ -63,7 +47,7 @@ class Played:
 
 
 def agent_model(cfg: PlayConfig) -> str | None:
-    return cfg.model or MODEL_AGENTS.get(cfg.agent) or None
+    return cfg.model or agent_class(cfg.agent).default_model or None
 
 
 def default_run_name(cfg: PlayConfig) -> str:
@@ -74,29 +58,29 @@ def default_run_name(cfg: PlayConfig) -> str:
 
 
 def agent_settings(cfg: PlayConfig) -> dict:
-    return {
-        "model": agent_model(cfg),
-        "use_titles": cfg.use_titles,
-        "seed": cfg.seed,
-        "cache_dir": cfg.cache_dir,
-        "corpus_graph": cfg.corpus_graph,
-        "sample_size": cfg.tfidf_sample_size,
-        "reencode": cfg.reencode,
-        "base_url": cfg.base_url,
-        "temperature": cfg.temperature,
-        "timeout": cfg.timeout,
-        "http_retries": cfg.http_retries,
-        "backoff": cfg.backoff,
-        "max_tokens": cfg.max_tokens,
-        "max_titles": cfg.max_titles,
-        "max_retries": cfg.max_retries,
-        "concurrency": cfg.concurrency,
-        "response_cache": cfg.response_cache,
-        "shuffle_links": cfg.shuffle_links,
-        "top_k": cfg.top_k,
-        "embedding_model": cfg.embedding_model or DEFAULT_MODEL,
-        "show_route": cfg.show_route,
-    }
+    """What the agent is built from on the workers: the shared settings it uses and its options."""
+    shared = {"model": agent_model(cfg), "use_titles": cfg.use_titles, "seed": cfg.seed, "cache_dir": cfg.cache_dir}
+    return {**shared, **dataclasses.asdict(cfg.agent_options)}
+
+
+def every_agents_options(cfg: PlayConfig) -> list:
+    """Every registered agent's options as ``cfg`` gives them: the chosen agent's, and the others'
+    defaults under the protocol (a setting of another agent is refused when it is not its default)."""
+    chosen = type(cfg.agent_options)
+    return [
+        cfg.agent_options if options is chosen else options(**protocol_preset(options, cfg.protocol))
+        for options in registered_options()
+    ]
+
+
+def settings_record(cfg: PlayConfig) -> dict:
+    """Every setting as a play run's record lists it (MLflow params, the manifest's parameters):
+    the shared ones and every agent's options (:func:`every_agents_options`), so that runs of
+    every agent have the same params."""
+    out = {}
+    for options in every_agents_options(cfg):
+        out.update(flatten(options))
+    return {**out, **flatten(dataclasses.replace(cfg, agent_options=AgentOptions()))}
 
 
 def select_games(games: DataFrame, n: int | None) -> DataFrame:
@@ -116,8 +100,12 @@ def model_identity(cfg: PlayConfig, settings: dict) -> dict:
 
 
 def play_options(cfg: PlayConfig) -> dict:
-    """The settings of ``cfg`` that change the plays (a resume must keep them)."""
-    return {k: getattr(cfg, k) for k in PLAY_OPTIONS if hasattr(cfg, k)}
+    """The settings that change the plays (a resume must keep them): the shared ones of
+    :data:`PLAY_SETTINGS` and every agent's options marked ``plays``."""
+    out = {k: getattr(cfg, k) for k in PLAY_SETTINGS}
+    for options in every_agents_options(cfg):
+        out.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.metadata.get("plays")})
+    return out
 
 
 def play(
