@@ -100,6 +100,7 @@ bench: install llama-server
 	$(PY) bench/bench_wikipedia.py
 	$(PY) bench/bench_openalex.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py
+	HF_HUB_OFFLINE=1 $(PY) bench/bench_scale.py
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_llm.py
 

@@ -126,24 +126,30 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def run_measured(args: list[str]) -> dict:
-    """Run this script in a child process; its JSON result plus the tree's peak resident memory."""
-    proc = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
+def run_measured(args: list[str], script: str = __file__, sample=None) -> dict:
+    """Run ``script`` (default: this one) in a child process; its JSON result plus the tree's peak
+    resident memory, or, given ``sample``, what it records when called with the child's PID every
+    0.2 s."""
+    proc = subprocess.Popen([sys.executable, script, *args], stdout=subprocess.PIPE, text=True)
     peak = [0]
 
-    def sample() -> None:
+    def watch() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            if sample is None:
+                peak[0] = max(peak[0], _tree_rss(proc.pid))
+            else:
+                sample(proc.pid)
             time.sleep(0.2)
 
-    watcher = threading.Thread(target=sample, daemon=True)
+    watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     out, _ = proc.communicate()
     watcher.join()
     if proc.returncode != 0:
         raise RuntimeError(f"bench step {args} failed with exit code {proc.returncode}")
     result = json.loads(out.strip().splitlines()[-1])
-    result["peak_rss_gib"] = round(peak[0] / 2**30, 2)
+    if sample is None:
+        result["peak_rss_gib"] = round(peak[0] / 2**30, 2)
     return result
 
 

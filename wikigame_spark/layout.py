@@ -11,6 +11,8 @@ Every reader and writer takes its paths from here, so a table or cache moves by 
     GRAPH/plays/RUN/manifest.json           manifest once it is finished (any plays folder: PlaysDir)
     GRAPH/human/RUN/journal.jsonl           a human play run's journal (jobs/human_play.py)
     GRAPH/cache/embeddings/MODEL/TEXT-PROMPT/vectors   per-node embeddings (agents/embedding_cache.py)
+    GRAPH/cache/embeddings/MODEL/TEXT-PROMPT/mapped    the same as one float32 matrix (graph/mapped.py)
+    GRAPH/cache/mapped/graph                  the graph's files the play stage maps (graph/mapped.py)
     GRAPH/cache/tfidf/CORPUS-nSIZE-seedSEED/vocab       a TF-IDF vocabulary (agents/tfidf.py)
 
 Games, plays and caches may live elsewhere (``--games-dir``, ``--output``, ``--cache-dir``): the
@@ -96,6 +98,16 @@ class CacheDir:
     @staticmethod
     def vocab(cache: str) -> str:
         return join(cache, VOCAB)
+
+    @property
+    def mapped_graph(self) -> str:
+        """The graph's files that every Python worker maps while playing."""
+        return join(self.root, "mapped", "graph")
+
+    @staticmethod
+    def mapped_matrix(cache: str) -> str:
+        """An embedding cache's vectors as one matrix file (inside it: rebuilt with it)."""
+        return join(cache, "mapped")
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.play.games import small_graph
+from tests.conftest import ROOT
+from tests.llm.faulty_server import FaultyServer
+from tests.play.games import small_graph, write_games
+from wikigame_spark.agents.base import agent_class
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.io import read_columns
+from wikigame_spark.play.engine import play_games
+
+
+def in_memory_matrix(cache: str) -> np.ndarray:
+    """The vectors of a Parquet embedding cache read whole, as the play stage did before mapping."""
+    table = read_columns(f"{cache}/vectors", ["id", "vector"]).sort_by("id")
+    return table.column("vector").combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
 
 
 def test_the_mapped_files_hold_the_graph_of_the_parquet_tables(spark, ltg_graph, tmp_path):
@@ -47,6 +60,32 @@ def test_any_order_of_rows_and_files_gives_the_same_files(tmp_path):
         assert open(f"{folders[0]}/{name}", "rb").read() == open(f"{folders[1]}/{name}", "rb").read(), name
 
 
+def test_every_agent_plays_the_same_routes_on_the_mapped_latgalian_graph(spark, ltg_graph, tmp_path):
+    """Each agent on the mapped graph (and the mapped matrix) and on the graph read into memory
+    (and the Parquet cache read whole, as before): the same route in every game."""
+    memory = WorkerGraph.from_directory(ltg_graph)
+    graph = mapped.mapped_graph(mapped.ensure_graph(spark, ltg_graph, str(tmp_path / "cache")))
+    games = pq.read_table(f"{write_games(ltg_graph, 60, seed=3, path=str(tmp_path / 'games'))}/games").to_pylist()
+
+    def routes(name: str, g, settings: dict, resources: dict, max_steps: int = 100, matrix=None) -> list:
+        agent = agent_class(name)(g, settings, resources)
+        if matrix is not None:
+            agent.targets = agent.links = matrix
+        return [r["route"] for r in play_games(games, g, agent, max_steps, name, None)]
+
+    for name, settings in (("random", {"seed": 2}), ("tfidf", {"sample_size": 500})):
+        resources = agent_class(name).prepare(spark, ltg_graph, settings)
+        assert routes(name, graph, settings, resources) == routes(name, memory, settings, resources), name
+    resources = agent_class("embedding").prepare(spark, ltg_graph, {})
+    matrix = in_memory_matrix(os.path.dirname(resources["targets"]))
+    ours = routes("embedding", graph, {}, resources)
+    assert ours == routes("embedding", memory, {}, resources, matrix=matrix)
+    with FaultyServer() as server:  # replies with the target when it is offered, else the first title
+        llm = {"model": "test", "base_url": server.url, "api_key": "", "timeout": 5, "max_titles": 50}
+        for name in ("llm", "reasoning"):
+            assert routes(name, graph, llm, {}, 12) == routes(name, memory, llm, {}, 12), name
+
+
 def write_graph(tmp_path, n: int, edges_per_node: int = 8, dims: int = 128) -> tuple[str, str]:
     """A generated graph with 1,000-character summaries and a Parquet embedding cache of unit vectors."""
     rng = np.random.default_rng(n)
@@ -65,6 +104,75 @@ def write_graph(tmp_path, n: int, edges_per_node: int = 8, dims: int = 128) -> t
     with open(f"{cache}/manifest.json", "w") as f:
         json.dump({"kind": "embeddings", "source_created": "test"}, f)
     return graph, cache
+
+
+def measure(graph_uri: str, matrix_uri: str, games: list[dict], layout: str) -> dict:
+    """Run in a fresh process: the growth of its anonymous memory (not file-backed) while it opens
+    a graph and plays games with it, reading every summary once."""
+    from wikigame_spark.agents.base import AgentSpec, worker_agent
+
+    def anonymous() -> int:
+        with open("/proc/self/smaps_rollup") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("Anonymous:"))
+
+    before = anonymous()
+    if layout == "mapped":
+        graph = mapped.mapped_graph(graph_uri)
+        agent = worker_agent(AgentSpec("embedding", {}, {"targets": matrix_uri, "links": matrix_uri}), graph)
+    else:
+        graph = WorkerGraph.from_directory(graph_uri)
+        agent = worker_agent(AgentSpec("embedding", {}, {"targets": matrix_uri, "links": matrix_uri}), graph)
+        agent.targets = agent.links = in_memory_matrix(os.path.dirname(matrix_uri))
+    steps = sum(r["steps"] for r in play_games(games, graph, agent, 100, "embedding", None))
+    chars = sum(len(s) for s in graph.summaries)
+    return {"growth": anonymous() - before, "steps": steps, "chars": chars}
+
+
+def measured(graph_uri: str, matrix_uri: str, games: list[dict], layout: str) -> dict:
+    code = (
+        "import json, sys; from tests.graph.test_mapped import measure; "
+        "print(json.dumps(measure(*json.loads(sys.stdin.read()))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps([graph_uri, matrix_uri, games, layout]),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_workers_memory_does_not_grow_with_the_graph(spark, tmp_path):
+    """Two graphs 20× apart: the mapped worker's own memory grows alike (the files are shared page
+    cache), while loading the graph into the worker grows with the graph."""
+    found = {}
+    for n in (2_000, 40_000):
+        graph, cache = write_graph(tmp_path / str(n), n)
+        graph_uri = mapped.ensure_graph(spark, graph, f"{graph}/cache")
+        matrix_uri = mapped.ensure_matrix(spark, cache)
+        files = sum(
+            json.load(open(f"{uri}/manifest.json"))["files"][name]["bytes"]
+            for uri in (graph_uri, matrix_uri)
+            for name in json.load(open(f"{uri}/manifest.json"))["files"]
+        )
+        rng = np.random.default_rng(1)
+        games = [
+            {"game_id": i, "source": int(s), "target": int(t), "optimal_steps": 1}
+            for i, (s, t) in enumerate(rng.integers(0, n, (200, 2)))
+        ]
+        found[n] = {
+            "files": files,
+            "mapped": measured(graph_uri, matrix_uri, games, "mapped"),
+            "memory": measured(graph, matrix_uri, games, "memory"),
+        }
+    small, large = found[2_000], found[40_000]
+    print({n: {k: v if k == "files" else v["growth"] for k, v in f.items()} for n, f in found.items()})
+    assert large["files"] - small["files"] > 50 * 2**20
+    assert large["mapped"]["chars"] == 40_000 * 1000  # every summary was read
+    assert large["mapped"]["growth"] - small["mapped"]["growth"] < 8 * 2**20
+    assert large["memory"]["growth"] - small["memory"]["growth"] > (large["files"] - small["files"]) / 2
 
 
 def test_a_damaged_mapped_folder_is_refused_and_rebuilt(spark, tmp_path):

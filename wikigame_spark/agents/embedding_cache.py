@@ -1,7 +1,9 @@
 """Every node text embedded at most once per model: a Parquet cache beside the graph.
 
 The cache of a (graph, model, text, prompt) is computed with a pandas UDF on the executors (one
-model load per worker), written atomically with a manifest, and reused by every later run.
+model load per worker), written atomically with a manifest, and reused by every later run. The
+play stage's workers read it as one float32 matrix file inside the cache, mapped read-only
+(:func:`wikigame_spark.graph.mapped.ensure_matrix`): one copy per node, not one per worker.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, StructType
 
-from wikigame_spark import io
+from wikigame_spark import io, layout
 from wikigame_spark.agents.sentence_models import encode, load_model, model_slug
+from wikigame_spark.graph import mapped
+from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import ID, NODES, require_columns
 
 log = logging.getLogger(__name__)
@@ -40,18 +44,19 @@ def embed_nodes(
 
 
 def cache_path(cache_dir: str, model: str, text_col: str, prompt_name: str | None) -> str:
-    return f"{cache_dir.rstrip('/')}/embeddings/{model_slug(model)}/{text_col}-{prompt_name or 'noprompt'}"
+    return CacheDir(cache_dir).embeddings(model_slug(model), text_col, prompt_name)
 
 
 def ensure_embeddings(
     spark: SparkSession, graph_dir: str, cache_dir: str, model: str, text_col: str, prompt_name: str | None
 ) -> str:
-    """The cache directory for these embeddings, computing it first if it is not there."""
+    """The mapped matrix of these embeddings (for :func:`load_matrix`), computing the cache first
+    if it is not there."""
     path = cache_path(cache_dir, model, text_col, prompt_name)
     created = io.read_manifest(spark, graph_dir).get("created")
     if io.current_cache(spark, path, created):
-        return path
-    nodes = io.read_table(spark, f"{graph_dir}/nodes", NODES)
+        return mapped.ensure_matrix(spark, path)
+    nodes = io.read_table(spark, GraphDir(graph_dir).nodes, NODES)
     n_parts = max(spark.sparkContext.defaultParallelism, 1)
     vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name)
     manifest = {
@@ -62,16 +67,14 @@ def ensure_embeddings(
         "text": text_col,
         "prompt_name": prompt_name,
     }
-    io.write_cache(spark, path, "vectors", vectors, EMBEDDINGS, manifest)
+    io.write_cache(spark, path, layout.VECTORS, vectors, EMBEDDINGS, manifest)
     log.info("embedded %s of %s with %s into %s", text_col, graph_dir, model, path)
-    return path
+    return mapped.ensure_matrix(spark, path)
 
 
-def load_matrix(path: str, num_nodes: int) -> np.ndarray:
-    """The cached vectors as an (N, d) float32 array indexed by node id."""
-    table = io.read_columns(f"{path}/vectors", [ID, VECTOR]).sort_by(ID)
-    ids = table.column(ID).to_numpy()
-    if ids.size != num_nodes or (ids.size and (ids[0] != 0 or ids[-1] != num_nodes - 1)):
-        raise ValueError(f"{path}: {ids.size} vectors for a graph of {num_nodes} nodes; rebuild the cache")
-    flat = table.column(VECTOR).combine_chunks().flatten().to_numpy()
-    return flat.reshape(num_nodes, -1).astype(np.float32, copy=False)
+def load_matrix(uri: str, num_nodes: int) -> np.ndarray:
+    """The cached vectors as an (N, d) float32 array indexed by node id, mapped read-only."""
+    matrix = mapped.map_matrix(uri)
+    if matrix.shape[0] != num_nodes:
+        raise ValueError(f"{uri}: {matrix.shape[0]} vectors for a graph of {num_nodes} nodes; rebuild the cache")
+    return matrix

@@ -42,8 +42,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyspark.sql import SparkSession
 
-from wikigame_spark import io
+from wikigame_spark import io, layout
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
 
 log = logging.getLogger(__name__)
@@ -118,21 +119,21 @@ def _node_count(graph_dir: str, nodes: ds.Dataset) -> int:
     for batch in nodes.to_batches(columns=[ID], batch_size=1 << 20):
         ids = batch.column(ID).to_numpy()
         if ids.size and (ids.min() < 0 or ids.max() >= n):
-            raise ValueError(f"{graph_dir}/nodes: ids are not dense 0…N−1 (the graph contract)")
+            raise ValueError(f"{GraphDir(graph_dir).nodes}: ids are not dense 0…N−1 (the graph contract)")
         seen[ids] = True
     if not seen.all():  # n rows, every id in range and each seen: no id twice
-        raise ValueError(f"{graph_dir}/nodes: ids are not dense 0…N−1 (the graph contract)")
+        raise ValueError(f"{GraphDir(graph_dir).nodes}: ids are not dense 0…N−1 (the graph contract)")
     return n
 
 
 def _write_csr(graph_dir: str, n: int, folder: str, batch_rows: int, sort_edges: int) -> int:
     """``indptr.npy`` and ``indices.npy`` by a counting sort over the edge batches; returns M."""
-    edges = _dataset(f"{graph_dir}/edges")
+    edges = _dataset(GraphDir(graph_dir).edges)
     counts = np.zeros(n, dtype=np.int64)
     for batch in edges.to_batches(columns=[SRC, DST], batch_size=batch_rows * 128):
         src, dst = batch.column(SRC).to_numpy(), batch.column(DST).to_numpy()
         if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
-            raise ValueError(f"{graph_dir}/edges: an edge names a node id outside 0…{n - 1}")
+            raise ValueError(f"{GraphDir(graph_dir).edges}: an edge names a node id outside 0…{n - 1}")
         counts += np.bincount(src, minlength=n)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
@@ -172,7 +173,7 @@ def build_graph_files(graph_dir: str, folder: str, batch_rows: int = BATCH_ROWS,
     Memory: O(nodes) plus a batch (``batch_rows`` texts, 128 × as many edges) and ``sort_edges``
     edges, whatever the graph's size; the files are written through their mappings.
     """
-    nodes = _dataset(f"{graph_dir}/nodes")
+    nodes = _dataset(GraphDir(graph_dir).nodes)
     n = _node_count(graph_dir, nodes)
     m = _write_csr(graph_dir, n, folder, batch_rows, sort_edges)
     for column, name in ((TITLE, "titles"), (SUMMARY, "summaries")):
@@ -211,7 +212,7 @@ def build_matrix_file(vectors_path: str, folder: str) -> dict:
 
 
 def _read_manifest(uri: str) -> dict | None:
-    fs, p = io.arrow_path(f"{uri.rstrip('/')}/{io.MANIFEST}")
+    fs, p = io.arrow_path(layout.manifest(uri))
     try:
         with fs.open_input_stream(p) as f:
             return json.loads(f.read().decode("utf-8"))
@@ -264,22 +265,17 @@ def ensure_folder(spark: SparkSession, uri: str, made_from: dict, build: Callabl
                     False,
                     True,
                     jvm.org.apache.hadoop.fs.Path(f"file://{local}/{name}"),
-                    jvm.org.apache.hadoop.fs.Path(f"{staging}/{name}"),
+                    jvm.org.apache.hadoop.fs.Path(layout.join(staging, name)),
                 )
-        io.write_json(spark, f"{staging}/{io.MANIFEST}", {**manifest, "code_version": io.code_version()})
+        io.write_json(spark, layout.manifest(staging), {**manifest, "code_version": io.code_version()})
     log.info("mapped files of %s written to %s (%d bytes)", made_from, uri, sum(f["bytes"] for f in files.values()))
     return _read_manifest(uri)
-
-
-def graph_folder(cache_dir: str) -> str:
-    """Where the mapped files of a graph are, in its cache folder."""
-    return f"{cache_dir.rstrip('/')}/mapped/graph"
 
 
 def ensure_graph(spark: SparkSession, graph_dir: str, cache_dir: str | None = None) -> str:
     """The mapped files of ``graph_dir`` under ``cache_dir`` (default: the graph's own cache
     folder), built once per build of the graph."""
-    uri = graph_folder(cache_dir or f"{graph_dir.rstrip('/')}/cache")
+    uri = CacheDir(cache_dir or GraphDir(graph_dir).cache).mapped_graph
     made_from = {"graph": graph_dir, "graph_manifest_sha1": io.manifest_sha1(io.read_manifest(spark, graph_dir))}
     ensure_folder(spark, uri, made_from, lambda folder: build_graph_files(graph_dir, folder))
     return uri
@@ -288,9 +284,9 @@ def ensure_graph(spark: SparkSession, graph_dir: str, cache_dir: str | None = No
 def ensure_matrix(spark: SparkSession, cache_path: str) -> str:
     """The mapped float32 matrix of a Parquet embedding cache, kept inside it (so a rebuilt cache
     drops it with the rest) and made once per build of the cache."""
-    uri = f"{cache_path.rstrip('/')}/mapped"
+    uri = CacheDir.mapped_matrix(cache_path)
     made_from = {"cache": cache_path, "cache_manifest_sha1": io.manifest_sha1(io.read_manifest(spark, cache_path))}
-    ensure_folder(spark, uri, made_from, lambda folder: build_matrix_file(f"{cache_path}/vectors", folder))
+    ensure_folder(spark, uri, made_from, lambda folder: build_matrix_file(CacheDir.vectors(cache_path), folder))
     return uri
 
 
@@ -306,7 +302,7 @@ def _node_lock(path: str) -> Iterator[None]:
 
 
 def _copy_verified(uri: str, name: str, meta: dict, dest: str) -> None:
-    fs, p = io.arrow_path(f"{uri.rstrip('/')}/{name}")
+    fs, p = io.arrow_path(layout.join(uri, name))
     digest, size = hashlib.sha1(), 0
     with fs.open_input_stream(p) as src, open(dest, "wb") as out:
         for block in iter(lambda: src.read(1 << 22), b""):

@@ -89,7 +89,9 @@ def play_games(
     """Play ``games`` (dicts with game_id, source, target, optimal_steps) to the end; PLAYS rows.
 
     Loops are detected only for agents whose choice depends on nothing but the state
-    (``Agent.deterministic``): any other agent may choose differently on a second visit.
+    (``Agent.deterministic``): any other agent may choose differently on a second visit. Only
+    with revisits can a page (and so a state) come back, so only then are the states kept: they
+    are the one per-step cost of a worker's memory.
     """
     state = [_Game(g) for g in games]
     active = [g for g in state if g.outcome is None]
@@ -100,7 +102,7 @@ def play_games(
             if offered.size == 0:
                 g.outcome = DEAD_END
                 continue
-            if agent.deterministic and _repeats(g, offered):
+            if agent.deterministic and allow_revisits and _repeats(g, offered):
                 g.outcome = LOOP
                 continue
             asking.append(g)
