@@ -19,7 +19,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from wikigame_spark import cli, io, preflight
 from wikigame_spark.config import HumanImportConfig, flatten, job_config
-from wikigame_spark.evaluation import humans
+from wikigame_spark.ingest import humans
 from wikigame_spark.layout import GraphDir
 from wikigame_spark.play import record
 from wikigame_spark.schemas import ID, REDIRECTS, TITLE

@@ -23,7 +23,7 @@ from wikigame_spark.agents.local_server import PLUMBING_MODELS
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.evaluation import bands, loops, protocols, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
-from wikigame_spark.evaluation.humans import HUMAN
+from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.play import record
 from wikigame_spark.play.record import PlayRun
 

@@ -18,9 +18,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from wikigame_spark.evaluation.humans import HUMAN, TIME_LIMIT
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.journal import Journal, read_events
+from wikigame_spark.ingest.humans import HUMAN, TIME_LIMIT
 from wikigame_spark.play.engine import DEAD_END, STEP_LIMIT, SUCCESS, offered_links
 
 GAVE_UP = "gave_up"

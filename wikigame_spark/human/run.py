@@ -15,9 +15,9 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from wikigame_spark import io, layout, preflight
-from wikigame_spark.evaluation.humans import HUMAN
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.arena import Arena, plays_rows
+from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.layout import JOURNAL, GamesDir, GraphDir
 from wikigame_spark.play import record as play_record
 from wikigame_spark.schemas import GAMES

@@ -1,7 +1,10 @@
 """Same outputs before and after a change: the Latgalian pipeline run by two checkouts, compared.
 
-    python bench/identity.py run --repo /path/to/checkout --out DIR [--games 50]
-    python bench/identity.py compare BEFORE_DIR AFTER_DIR
+    python -m wikigame_spark.devtools.identity run --repo /path/to/checkout --out DIR [--games 50]
+    python -m wikigame_spark.devtools.identity compare BEFORE_DIR AFTER_DIR
+
+e.g. the checkout before a change in a second worktree (``git worktree add /tmp/base HEAD``; this
+interpreter and this checkout's jars serve it), then this one, then ``compare``.
 
 ``run`` plays the demo's chain with the jobs of ``--repo`` (its ``wikigame_spark`` first on the
 path, this interpreter and the jars of this checkout unless it has its own): build_wikipedia →
@@ -34,8 +37,9 @@ import time
 import pyarrow.dataset as ds
 
 from wikigame_spark.io import manifest_sha1
+from wikigame_spark.session import PROJECT_DIR
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = PROJECT_DIR
 DUMP = os.path.join(HERE, "..", "shared", "data", "wikipedia", "ltgwiki-20170901-pages-articles.xml.bz2")
 EXPERIMENT = "identity"
 AGENTS = ("embedding", "tfidf", "random")

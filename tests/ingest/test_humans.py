@@ -2,7 +2,7 @@
 
 import pytest
 
-from wikigame_spark.evaluation import humans
+from wikigame_spark.ingest import humans
 
 PAPER_HEADER = "Num\tSuccess?\tSteps\tTime (m:s)\tStartPage\tEndPage\tOptimalSteps"
 
