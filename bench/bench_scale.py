@@ -1,7 +1,7 @@
 """Benchmark: playing a large graph with one mapped copy per node vs a copy per Python worker.
 
-    python bench/bench_scale.py [--nodes 1000000] [--edges 32000000] [--games 10000] [--workers 2]
-        [--layouts today,mapped] [--out out/bench]
+    python bench/bench_scale.py [--nodes 1000000] [--edges 32000000] [--compare-nodes 200000]
+        [--games 10000] [--workers 2] [--out out/bench]
 
 A scale-free graph (``bench_sampling.generate``: power-law degrees) of ``--nodes`` nodes and
 ``--edges`` edges, with 1,000-character summaries (real Latgalian sentences recombined, so text is
@@ -9,7 +9,9 @@ text) and an embedding cache of unit vectors of MiniLM's 384 dimensions drawn fr
 generator (the model is not the subject here; its speed is measured apart). ``--games`` games are
 sampled exactly by the library's local method (``bench_sampling``'s step, which also times the SCCs
 and the searches), then the embedding agent plays them with ``--workers`` Python workers
-(``local[W]``, one task per worker), once per layout, each in its own process:
+(``local[W]``, one task per worker), once per layout, each in its own process — both layouts on a
+graph of ``--compare-nodes`` nodes (same edges per node; today's layout needs ~9.5 KB per node per
+worker, more than a shared 24 GB machine has at 1 M), the mapped one alone on the full size:
 
 - ``today``: the layout before issue 14, the reference — every worker reads the Parquet tables into
   an int64 CSR, every title and summary as a Python string and the float32 matrix from the cache;
@@ -21,8 +23,8 @@ split between the processes that map them) of each of Spark's Python processes i
 per worker process and the peak of their sum are reported. Bars: the mapped play stage's total PSS
 ≤ 1.3 × the mapped files' size, and today's ≥ 3 × the mapped one's; routes identical. Also measured:
 how many routes change when the vectors are stored as float16 (on this graph and on the real
-Latgalian graph with real MiniLM vectors), MiniLM sentences/s on one core, the build times; from the
-per-unit costs it prints the sizing table of English Wikipedia and OpenAlex Medicine (README).
+Latgalian graph with real MiniLM vectors), MiniLM sentences/s on one core, the build times, and the
+per-unit costs the README's sizing table of English Wikipedia and OpenAlex Medicine extrapolates from.
 """
 
 from __future__ import annotations
@@ -377,7 +379,12 @@ def main() -> None:
     p.add_argument("--edges", type=int, default=32_000_000)
     p.add_argument("--games", type=int, default=10_000)
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--layouts", default="today,mapped")
+    p.add_argument(
+        "--compare-nodes",
+        type=int,
+        default=200_000,
+        help="the size both layouts play (today's needs ~9.5 KB per node per worker); --nodes plays the mapped one",
+    )
     p.add_argument("--float16-games", type=int, default=2000)
     p.add_argument("--out", default=os.path.join(ROOT, "out", "bench"))
     p.add_argument("--step", help=argparse.SUPPRESS)
@@ -396,7 +403,16 @@ def main() -> None:
         print(json.dumps(steps[a.step]()))
         return
 
-    n, m = a.nodes, a.edges
+    extras: dict = {}
+    sizes = [(a.compare_nodes, ["today", "mapped"])] + ([(a.nodes, ["mapped"])] if a.nodes != a.compare_nodes else [])
+    for n, layouts in sizes:
+        r = bench_size(a, n, a.edges * n // a.nodes, layouts, extras)
+        with open(os.path.join(a.out, f"bench_scale-{n}.json"), "w") as f:
+            json.dump(r, f, indent=2)
+
+
+def bench_size(a: argparse.Namespace, n: int, m: int, layouts: list[str], extras: dict) -> dict:
+    """One graph size: generated once, its games sampled once, its files built and played per layout."""
     graph = os.path.join(a.out, f"scale-{n}-{m}")
     r: dict = {"nodes": n, "edges": m, "games": a.games, "workers": a.workers, "graph": graph}
     if not os.path.exists(f"{graph}/manifest.json"):
@@ -416,18 +432,18 @@ def main() -> None:
     r["prepare"] = run_sampled(["--graph", graph, "--step", "prepare"])
     print(json.dumps(r["prepare"]), flush=True)
     routes = {}
-    for layout in a.layouts.split(","):
+    for layout in layouts:
         routes[layout] = os.path.join(a.out, f"scale-routes-{n}-{layout}.parquet")
         argv = ["--step", "play", "--graph", graph, "--games-file", games_file, "--layout", layout]
         r[layout] = run_sampled([*argv, "--workers", str(a.workers), "--routes-file", routes[layout]])
         print(json.dumps(r[layout]), flush=True)
-    r["minilm"] = run_sampled(["--step", "minilm"])
-    r["float16"] = run_sampled(
-        ["--step", "float16", "--graph", graph, "--games-file", games_file, "--float16-games", str(a.float16_games)]
-    )
+    if not extras:  # once per run, on the first size
+        extras["minilm"] = run_sampled(["--step", "minilm"])
+        f16 = ["--step", "float16", "--graph", graph, "--games-file", games_file]
+        extras["float16"] = run_sampled([*f16, "--float16-games", str(a.float16_games)])
+    r.update(extras)
     report(r, routes)
-    with open(os.path.join(a.out, f"bench_scale-{n}.json"), "w") as f:
-        json.dump(r, f, indent=2)
+    return r
 
 
 if __name__ == "__main__":
