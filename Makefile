@@ -88,7 +88,7 @@ demo: install
 	HF_HUB_OFFLINE=1 $(DEMO_PLAY) --agent embedding --games 200
 	$(DEMO_PLAY) --agent tfidf --games 200
 	$(DEMO_PLAY) --agent random --games 200
-	@$(PY) -m wikigame_spark.agents.local_server --port $(LLAMA_PORT) & server=$$!; \
+	@$(PY) -m wikigame_spark.devtools.local_server --port $(LLAMA_PORT) & server=$$!; \
 	trap "kill $$server 2>/dev/null" EXIT; \
 	for i in $$(seq 300); do curl -sf http://127.0.0.1:$(LLAMA_PORT)/v1/models >/dev/null && break; sleep 1; done; \
 	$(DEMO_PLAY) --agent llm --model gemma-3-270m --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100 \

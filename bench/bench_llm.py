@@ -33,7 +33,7 @@ from bench.bench_play import build_real
 from tests.llm.faulty_server import FaultyServer
 from tests.play.games import write_games
 from wikigame_spark.agents.llm import LlmAgent
-from wikigame_spark.agents.local_server import ENGINES, NATIVE, LlamaServer
+from wikigame_spark.devtools.local_server import ENGINES, NATIVE, LlamaServer
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import play_games
 

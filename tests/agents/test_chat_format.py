@@ -12,7 +12,7 @@ import pytest
 from wikigame_spark.agents import prompts
 from wikigame_spark.agents.llm import MAX_TOKENS, REASONING_MAX_TOKENS, LlmAgent, ReasoningAgent
 from wikigame_spark.agents.llm_client import ChatClient, server_identity
-from wikigame_spark.agents.local_server import (
+from wikigame_spark.devtools.local_server import (
     GEMMA_TURNS,
     NATIVE,
     PYTHON,
@@ -37,7 +37,7 @@ EXPECTED = (
 
 def native_available() -> bool:
     try:
-        from wikigame_spark.agents.local_server import native_binary
+        from wikigame_spark.devtools.local_server import native_binary
 
         native_binary()
     except RuntimeError:

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 
 from tests.play.games import write_games
 from wikigame_spark.agents.llm import LlmAgent
-from wikigame_spark.agents.local_server import NATIVE, LlamaServer
+from wikigame_spark.devtools.local_server import NATIVE, LlamaServer
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import play_games
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.jobs import end_to_end as e2e
-from wikigame_spark.agents.local_server import LlamaServer
+from wikigame_spark.devtools.local_server import LlamaServer
 
 GAMES = 6
 LLM_GAMES = 2

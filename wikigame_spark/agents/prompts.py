@@ -163,7 +163,7 @@ def parse_reply(reply: str | None, shown: set[str], reasoning: bool = False) -> 
     return Parsed(OK, title) if title in shown else Parsed(NOT_IN_LIST_REPLY, title)
 
 
-# Gemma's own turn format, for servers of a GGUF that carries no chat template (local_server.py).
+# Gemma's own turn format, for servers of a GGUF that carries no chat template (devtools/local_server.py).
 GEMMA_START = "<start_of_turn>"
 GEMMA_END = "<end_of_turn>"
 

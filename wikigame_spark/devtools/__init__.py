@@ -1,4 +1,4 @@
-"""Development tools that tests and benchmarks share; no job imports them.
+"""Development tools that tests and benchmarks share; no job runs them.
 
 ``identity`` runs the Latgalian pipeline of a checkout and compares two such runs (the check that a
 refactor changed no output); ``local_server`` serves a local GGUF model over an OpenAI-compatible

@@ -19,8 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType
 
-from wikigame_spark.agents.local_server import PLUMBING_MODELS
 from wikigame_spark.agents.sentence_models import model_slug
+from wikigame_spark.devtools.local_server import PLUMBING_MODELS
 from wikigame_spark.evaluation import bands, loops, protocols, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
 from wikigame_spark.ingest.humans import HUMAN

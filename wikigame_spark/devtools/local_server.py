@@ -23,7 +23,7 @@ The bundled model is the pretrained **base** Gemma-3-270M (no chat template, no 
 tuning in its metadata): it checks the plumbing (a real server, real tokens, every outcome path),
 it does not play the game. Runs made with it are labelled so (:data:`PLUMBING_MODELS`).
 
-    python -m wikigame_spark.agents.local_server --port 8080 [--engine native --parallel 8]
+    python -m wikigame_spark.devtools.local_server --port 8080 [--engine native --parallel 8]
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class LlamaServer:
         return [
             sys.executable,
             "-c",
-            "from wikigame_spark.agents.local_server import serve_python; serve_python()",
+            "from wikigame_spark.devtools.local_server import serve_python; serve_python()",
             *model,
             *where,
             "--n_ctx",
