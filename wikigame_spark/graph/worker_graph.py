@@ -1,15 +1,14 @@
-"""The graph as one executor sees it while playing: out-links, titles and summaries in memory.
+"""The graph as a player sees it: out-links (CSR, neighbours ascending), titles and summaries.
 
-Loaded once per Python worker process from the graph directory itself (pyarrow, not through the
-driver) and kept for every task that worker runs. Node ids are dense (0…N−1, the graph
-contract), so a node id is an array index.
+:meth:`WorkerGraph.from_directory` reads a graph directory into this process (the human-play
+server, tests, and the reference the mapped layout is checked against); the play stage's workers
+use :class:`~wikigame_spark.graph.mapped.MappedGraph`, the same interface over files every worker
+of a node maps. Node ids are dense (0…N−1, the graph contract), so a node id is an array index.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import threading
 
 import numpy as np
 
@@ -55,17 +54,3 @@ class WorkerGraph:
         )
         log.info("loaded %s: %d nodes, %d edges", graph_dir, graph.num_nodes, graph.indices.size)
         return graph
-
-
-_lock = threading.Lock()
-
-
-@functools.lru_cache(maxsize=2)
-def _cached(graph_dir: str) -> WorkerGraph:
-    return WorkerGraph.from_directory(graph_dir)
-
-
-def worker_graph(graph_dir: str) -> WorkerGraph:
-    """The graph of ``graph_dir``, loaded at most once per worker process."""
-    with _lock:
-        return _cached(graph_dir)
