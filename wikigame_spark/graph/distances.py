@@ -6,9 +6,9 @@ is none. Reachability is settled first, without a search, from strongly connecte
 their condensation (:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched.
 
 - ``local``: the graph in the driver as CSR arrays (:mod:`wikigame_spark.graph.csr`), SCCs by scipy.
-- ``graphframes``: degrees and SCCs by GraphFrames, the condensation in the driver, searches by the
-  multi-pair bidirectional BFS on DataFrames (:mod:`wikigame_spark.graph.bfs`, the fastest exact
-  candidate measured); the edge list stays in the cluster.
+- ``graphframes``: degrees and SCCs by GraphFrames, the condensation in the driver, searches by a
+  bit-parallel bidirectional BFS on GraphFrames' Pregel (:mod:`wikigame_spark.graph.bfs`, the
+  fastest exact candidate measured); the edge list stays in the cluster.
 - ``auto``: ``local`` when :func:`local_bytes` of the graph fits the driver's budget
   (:func:`local_budget`), otherwise ``graphframes``.
 
@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wikigame_spark.graph import frame
-from wikigame_spark.graph.bfs import DataFrameSearch
+from wikigame_spark.graph.bfs import PregelSearch
 from wikigame_spark.graph.csr import CsrGraph
 from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.graph.reach import REACHABLE, Condensation, largest_component
@@ -228,7 +228,7 @@ class _RankIndex:
 
 
 class GraphFramesDistances(PairDistances):
-    """Degrees and SCCs by GraphFrames, the condensation in the driver, searches by :class:`DataFrameSearch`."""
+    """Degrees and SCCs by GraphFrames, the condensation in the driver, searches by :class:`PregelSearch`."""
 
     method = GRAPHFRAMES
 
@@ -255,7 +255,7 @@ class GraphFramesDistances(PairDistances):
         self._targets = self._sources if targets is sources else _RankIndex(targets)
         self.num_sources = self._sources.size
         self.num_targets = self._targets.size
-        self.search = DataFrameSearch(nodes, edges, batch_pairs)
+        self.search = PregelSearch(nodes, edges, batch_pairs)
 
     def source_ids(self, ranks: np.ndarray) -> np.ndarray:
         return self._sources.ids(ranks)
