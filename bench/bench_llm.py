@@ -30,9 +30,9 @@ sys.path.insert(0, ROOT)
 import pyarrow.parquet as pq
 
 from bench.bench_play import build_real
-from tests.llm.faulty_server import FaultyServer
-from tests.play.games import write_games
 from wikigame_spark.agents.llm import LlmAgent
+from wikigame_spark.devtools.faulty_server import FaultyServer
+from wikigame_spark.devtools.games import write_games
 from wikigame_spark.devtools.local_server import ENGINES, NATIVE, LlamaServer
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import play_games

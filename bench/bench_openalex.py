@@ -29,7 +29,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tests.ingest.openalexgen import Spec, generate
+from wikigame_spark.devtools.openalexgen import Spec, generate
 from wikigame_spark.ingest.openalex_records import FIELDS, field_slug
 
 OUT = os.path.join(ROOT, "out", "bench", "openalex")

@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tests.play.games import write_games
 from wikigame_spark.agents.base import AgentSpec, agent_class, worker_agent
+from wikigame_spark.devtools.games import write_games
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import play_games
 

@@ -290,7 +290,7 @@ def _float16_share(graph: str, games: list[dict], spec) -> float:
 def step_float16(graph: str, games_file: str, n_games: int) -> dict:
     """Routes with float16 vectors: on this graph, and on the real Latgalian graph (real MiniLM)."""
     from bench.bench_play import build_real
-    from tests.play.games import write_games
+    from wikigame_spark.devtools.games import write_games
     from wikigame_spark.graph import mapped
 
     spark = _session(2)

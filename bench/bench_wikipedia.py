@@ -22,7 +22,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tests.ingest.dumpgen import split_dump
+from wikigame_spark.devtools.dumpgen import split_dump
 
 SOURCE = os.path.join(os.path.dirname(ROOT), "shared", "data", "wikipedia", "enwiki-pages-articles1-head.xml.bz2")
 OUT = os.path.join(ROOT, "out", "bench", "wikipedia")

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from wikigame_spark.devtools import DATA
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.environ.get("WIKIGAME_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 WIKI = os.path.join(DATA, "wikipedia")
 LTG = os.path.join(WIKI, "ltgwiki-20170901-pages-articles.xml.bz2")
 ENWIKI = os.path.join(WIKI, "enwiki-pages-articles1-head.xml.bz2")

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from tests.llm.faulty_server import FaultyServer
-from tests.play.games import small_graph
 from wikigame_spark.agents.llm import LlmAgent, ReasoningAgent
+from wikigame_spark.devtools.faulty_server import FaultyServer
+from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import SUCCESS, play_games
 

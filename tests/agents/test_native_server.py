@@ -6,8 +6,8 @@ import urllib.request
 
 import pyarrow.parquet as pq
 
-from tests.play.games import write_games
 from wikigame_spark.agents.llm import LlmAgent
+from wikigame_spark.devtools.games import write_games
 from wikigame_spark.devtools.local_server import NATIVE, LlamaServer
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import play_games

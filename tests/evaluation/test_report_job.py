@@ -15,8 +15,8 @@ from mlflow.tracking import MlflowClient
 
 from jobs import import_human_games, play_games
 from jobs import report as report_job
-from tests.play.games import write_games
 from wikigame_spark import io
+from wikigame_spark.devtools.games import write_games
 from wikigame_spark.evaluation.figures import PNG_SIGNATURE
 from wikigame_spark.schemas import PLAYS
 

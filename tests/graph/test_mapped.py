@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT
-from tests.llm.faulty_server import FaultyServer
-from tests.play.games import small_graph, write_games
 from wikigame_spark.agents.base import agent_class
+from wikigame_spark.devtools.faulty_server import FaultyServer
+from wikigame_spark.devtools.games import small_graph, write_games
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.io import read_columns

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.play.games import small_graph
+from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.arena import GAVE_UP, Arena, Refused, check_name, plays_rows
 

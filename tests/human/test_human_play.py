@@ -31,7 +31,7 @@ from jobs import play_games, sample_games
 from jobs import report as report_job
 from tests.conftest import ROOT
 from tests.human.server import HumanPlayServer, chromium, get, post, shortest_path
-from tests.play.games import small_graph
+from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.schemas import PLAYS
 
 EXPERIMENT = "humans"

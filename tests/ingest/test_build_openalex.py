@@ -10,8 +10,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs import build_openalex
-from tests.ingest.openalexgen import PART_2021, PART_2023, SNAPSHOT, Spec, expected_graphs, generate, generated_files
 from wikigame_spark import cli
+from wikigame_spark.devtools.openalexgen import (
+    PART_2021,
+    PART_2023,
+    SNAPSHOT,
+    Spec,
+    expected_graphs,
+    generate,
+    generated_files,
+)
 from wikigame_spark.io import OutputExistsError
 
 FIELDS = ["Social Sciences", "Arts and Humanities"]

@@ -11,8 +11,8 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs import build_wikipedia
 from tests.conftest import BNWIKI, ENWIKI, LTG
-from tests.ingest.dumpgen import write_multistream
 from wikigame_spark import io
+from wikigame_spark.devtools.dumpgen import write_multistream
 from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from tests.conftest import BNWIKI, ENWIKI, LTG
-from tests.ingest.dumpgen import page_xml, small_dump, write_multistream
+from wikigame_spark.devtools.dumpgen import page_xml, small_dump, write_multistream
 from wikigame_spark.ingest.dumps import DumpError, DumpTask, expand_inputs, iter_pages, plan_tasks, read_siteinfo
 from wikigame_spark.ingest.pages import task_rows
 

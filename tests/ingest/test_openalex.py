@@ -12,7 +12,7 @@ import random
 import pytest
 from pyspark.sql import functions as F
 
-from tests.ingest.openalexgen import (
+from wikigame_spark.devtools.openalexgen import (
     PART_2021,
     SNAPSHOT,
     TEMPLATE_2023,

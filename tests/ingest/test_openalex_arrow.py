@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.errors import PythonException
 
-from tests.ingest.openalexgen import PART_2021, TEMPLATE_2025, make_inverted_index
+from wikigame_spark.devtools.openalexgen import PART_2021, TEMPLATE_2025, make_inverted_index
 from wikigame_spark.ingest.openalex import classified_works
 from wikigame_spark.ingest.openalex_arrow import rebuild_abstracts
 from wikigame_spark.ingest.openalex_records import drop_reason, rebuild_abstract

@@ -12,7 +12,7 @@ import pytest
 
 from jobs import build_openalex
 from tests.conftest import ROOT
-from tests.ingest.openalexgen import PART_2023, TEMPLATE_2025, write_manifest
+from wikigame_spark.devtools.openalexgen import PART_2023, TEMPLATE_2025, write_manifest
 from wikigame_spark.ingest.openalex_records import DROP_REASONS
 
 FIELD = "Decision Sciences"  # the real record's field

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.ingest.openalexgen import PART_2021, TEMPLATE_2023, TEMPLATE_2025
+from wikigame_spark.devtools.openalexgen import PART_2021, TEMPLATE_2023, TEMPLATE_2025
 from wikigame_spark.ingest.openalex_records import (
     FIELDS,
     MISSING_ABSTRACT,

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs import build_openalex
-from tests.ingest.openalexgen import Spec, expected_graphs, generate, generated_files
 from tests.s3server import CREDENTIALS, s3_server
+from wikigame_spark.devtools.openalexgen import Spec, expected_graphs, generate, generated_files
 from wikigame_spark.ingest.openalex_snapshot import SnapshotError, plan_snapshot
 from wikigame_spark.io import S3Store, StorageError
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tests.ingest.openalexgen import PART_2021, PART_2023, SNAPSHOT, Spec, generate
+from wikigame_spark.devtools.openalexgen import PART_2021, PART_2023, SNAPSHOT, Spec, generate
 from wikigame_spark.ingest.openalex_snapshot import (
     SnapshotError,
     check_record_counts,

@@ -9,7 +9,7 @@ import pytest
 
 from jobs import build_wikipedia
 from tests.conftest import ROOT
-from tests.ingest.dumpgen import page_xml, small_dump
+from wikigame_spark.devtools.dumpgen import page_xml, small_dump
 from wikigame_spark.ingest.empty import EmptyGraphError
 from wikigame_spark.ingest.pages import page_row
 from wikigame_spark.ingest.titles import SiteInfo
@@ -142,7 +142,7 @@ def test_duplicate_titles_of_the_real_english_head(spark, tmp_path):
     import bz2
 
     from tests.conftest import ENWIKI
-    from tests.ingest.dumpgen import split_dump
+    from wikigame_spark.devtools.dumpgen import split_dump
 
     header, pages, footer = split_dump(bz2.decompress(open(ENWIKI, "rb").read()))
     doubled = tmp_path / "enwiki-doubled-pages-articles.xml"

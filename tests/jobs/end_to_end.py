@@ -10,7 +10,7 @@ import os
 import pyarrow.parquet as pq
 
 from jobs import build_openalex, graph_stats, play_games, report, sample_games
-from tests.ingest.openalexgen import TEMPLATE_2025, Spec, generate
+from wikigame_spark.devtools.openalexgen import TEMPLATE_2025, Spec, generate
 
 EXPERIMENT = "end-to-end"
 FIELD = "Decision Sciences"  # the real 2025 record's field: it becomes a node of this graph

@@ -24,9 +24,9 @@ from pyspark.testing import assertDataFrameEqual
 from tests.conftest import LTG, ROOT
 from tests.ingest.test_build_wikipedia import load
 from tests.jobs.jobrun import chunk_manifests, job_env, run_job
-from tests.play.games import write_games
 from tests.play.test_run_record import args, kill_after_first_chunk, play_games_plays, runs_named, setup  # noqa: F401
 from tests.standalone import StandaloneCluster
+from wikigame_spark.devtools.games import write_games
 
 EXECUTOR = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import LTG
 from tests.jobs.jobrun import job_env, run_job
-from tests.play.games import small_graph, write_games
+from wikigame_spark.devtools.games import small_graph, write_games
 
 TITLES = [f"Page {i}" for i in range(12)]
 EDGES = [(i, i + 1) for i in range(11)] + [(i + 1, i) for i in range(11)] + [(0, 6), (6, 11)]

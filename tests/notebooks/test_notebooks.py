@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import DATA, ROOT
-from tests.ingest.openalexgen import PART_2021, PART_2023, Spec, generate
+from wikigame_spark.devtools.openalexgen import PART_2021, PART_2023, Spec, generate
 from wikigame_spark.evaluation.figures import PNG_SIGNATURE
 from wikigame_spark.notebook import VOLUME, Notebook
 

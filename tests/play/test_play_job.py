@@ -11,8 +11,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from jobs import play_games
-from tests.play.games import write_games
 from wikigame_spark import io
+from wikigame_spark.devtools.games import write_games
 from wikigame_spark.schemas import PLAYS
 
 

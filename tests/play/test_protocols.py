@@ -13,12 +13,12 @@ from mlflow.tracking import MlflowClient
 
 from jobs import play_games, sample_games
 from jobs import report as report_job
-from tests.llm.faulty_server import FaultyServer
-from tests.play.games import small_graph
 from wikigame_spark import io
 from wikigame_spark.agents.base import Agent, Choice
 from wikigame_spark.agents.llm import LlmAgent
 from wikigame_spark.config import ConfigError, PlayConfig, SampleGamesConfig, load_config
+from wikigame_spark.devtools.faulty_server import FaultyServer
+from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.evaluation.loops import route_loops
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import LOOP, STEP_LIMIT, SUCCESS, offered_links

@@ -19,9 +19,9 @@ from jobs import play_games
 from tests.conftest import ROOT
 from tests.jobs.jobrun import Finished, chunk_manifests, command, job_env, run_job
 from tests.jobs.test_preflight import EDGES, TITLES, graph
-from tests.play.games import write_games
 from wikigame_spark import io
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_digest
+from wikigame_spark.devtools.games import write_games
 from wikigame_spark.play import record
 
 GAMES = 8

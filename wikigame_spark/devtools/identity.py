@@ -36,11 +36,12 @@ import time
 
 import pyarrow.dataset as ds
 
+from wikigame_spark.devtools import DATA
 from wikigame_spark.io import manifest_sha1
 from wikigame_spark.session import PROJECT_DIR
 
 HERE = PROJECT_DIR
-DUMP = os.path.join(HERE, "..", "shared", "data", "wikipedia", "ltgwiki-20170901-pages-articles.xml.bz2")
+DUMP = os.path.join(DATA, "wikipedia", "ltgwiki-20170901-pages-articles.xml.bz2")
 EXPERIMENT = "identity"
 AGENTS = ("embedding", "tfidf", "random")
 

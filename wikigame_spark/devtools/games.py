@@ -55,7 +55,10 @@ def write_games(graph_dir: str, n: int, seed: int = 7, path: str | None = None) 
     with open(f"{graph_dir}/manifest.json", encoding="utf-8") as f:
         graph = {"path": graph_dir, "manifest_sha1": manifest_sha1(json.load(f))}
     with open(f"{path}/manifest.json", "w") as f:
-        json.dump({"kind": "games", "games": n, "seed": seed, "graph": graph, "made_by": "tests/play/games.py"}, f)
+        json.dump(
+            {"kind": "games", "games": n, "seed": seed, "graph": graph, "made_by": "wikigame_spark/devtools/games.py"},
+            f,
+        )
     return path
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tests.conftest import DATA
+from wikigame_spark.devtools import DATA
 
 OPENALEX = os.path.join(DATA, "openalex")
 TEMPLATE_2025 = os.path.join(OPENALEX, "api-records", "W2741809807.json")
