@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from wikigame_spark.io import manifest_sha1, read_columns
+from wikigame_spark.layout import GamesDir, GraphDir, join, manifest
 
 GAMES_ARROW = pa.schema(
     [
@@ -36,8 +37,9 @@ def bfs_distances(adj: dict, source: int) -> dict:
 
 def write_games(graph_dir: str, n: int, seed: int = 7, path: str | None = None) -> str:
     """``n`` reachable (source, target) pairs with their BFS distances, as a GAMES table."""
-    nodes = read_columns(f"{graph_dir}/nodes", ["id"]).column("id").to_pylist()
-    edges = read_columns(f"{graph_dir}/edges", ["src", "dst"])
+    graph_paths = GraphDir(graph_dir)
+    nodes = read_columns(graph_paths.nodes, ["id"]).column("id").to_pylist()
+    edges = read_columns(graph_paths.edges, ["src", "dst"])
     adj = collections.defaultdict(list)
     for s, d in zip(edges.column("src").to_pylist(), edges.column("dst").to_pylist()):
         adj[s].append(d)
@@ -48,13 +50,14 @@ def write_games(graph_dir: str, n: int, seed: int = 7, path: str | None = None) 
         dist = bfs_distances(adj, s)
         if s != t and t in dist:
             rows.append((len(rows), s, t, dist[t]))
-    path = path or f"{graph_dir}/games"
+    path = path or graph_paths.games
     table = pa.Table.from_arrays([pa.array(c) for c in zip(*rows)], schema=GAMES_ARROW)
-    os.makedirs(f"{path}/games", exist_ok=True)
-    pq.write_table(table, f"{path}/games/part-00000.parquet")
-    with open(f"{graph_dir}/manifest.json", encoding="utf-8") as f:
+    games = GamesDir(path).games
+    os.makedirs(games, exist_ok=True)
+    pq.write_table(table, join(games, "part-00000.parquet"))
+    with open(graph_paths.manifest, encoding="utf-8") as f:
         graph = {"path": graph_dir, "manifest_sha1": manifest_sha1(json.load(f))}
-    with open(f"{path}/manifest.json", "w") as f:
+    with open(manifest(path), "w") as f:
         json.dump(
             {"kind": "games", "games": n, "seed": seed, "graph": graph, "made_by": "wikigame_spark/devtools/games.py"},
             f,
@@ -65,8 +68,9 @@ def write_games(graph_dir: str, n: int, seed: int = 7, path: str | None = None) 
 def small_graph(tmp_path, titles: list[str], edges: list[tuple[int, int]], summaries: list[str] | None = None) -> str:
     """A graph directory in the contract, built in code."""
     d = str(tmp_path / "graph")
-    os.makedirs(f"{d}/nodes")
-    os.makedirs(f"{d}/edges")
+    paths = GraphDir(d)
+    os.makedirs(paths.nodes)
+    os.makedirs(paths.edges)
     summaries = summaries or [f"{t} summary" for t in titles]
     nodes = pa.table(
         {
@@ -76,11 +80,10 @@ def small_graph(tmp_path, titles: list[str], edges: list[tuple[int, int]], summa
             "summary": summaries,
         }
     )
-    pq.write_table(nodes, f"{d}/nodes/part-0.parquet")
+    pq.write_table(nodes, join(paths.nodes, "part-0.parquet"))
     src, dst = zip(*edges) if edges else ((), ())
-    pq.write_table(
-        pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64())}), f"{d}/edges/part-0.parquet"
-    )
-    with open(f"{d}/manifest.json", "w") as f:
+    edge_table = pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64())})
+    pq.write_table(edge_table, join(paths.edges, "part-0.parquet"))
+    with open(paths.manifest, "w") as f:
         json.dump({"kind": "test-graph", "created": "test"}, f)
     return d
