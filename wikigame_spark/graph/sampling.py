@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wikigame_spark.config import SampleGamesConfig
+from wikigame_spark.drops import Drops
 from wikigame_spark.graph.distances import PairDistances, pair_distances
 from wikigame_spark.graph.reach import UNREACHABLE_REASONS
 from wikigame_spark.schemas import DST, GAMES, ID, LANGUAGE, NODES, SRC, require_columns
@@ -160,7 +161,7 @@ def accept(distance: np.ndarray, games: int, strata: tuple[tuple[int, int], ...]
         # every unreachable pair is decided from degrees and SCCs alone; only reachable ones are searched
         "decided_by_reachability": sum(by[name] for name in UNREACHABLE_REASONS.values()),
         "searched": int(np.sum(d > 0)),
-        "discarded_by": by,
+        "discarded_by": Drops(by).as_dict(),
         "band_quotas": quotas,
         "band_games": [int(np.sum(band[accepted] == b)) for b in range(len(quotas))],
     }

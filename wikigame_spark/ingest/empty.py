@@ -13,9 +13,3 @@ class EmptyGraphError(ValueError):
 
 
 ALLOW_EMPTY_HINT = "pass --allow-empty to write it anyway"
-
-
-def counted(counts: dict[str, int]) -> str:
-    """``malformed_json 3, wrong_type 1`` — reasons by count, largest first."""
-    items = sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: (-kv[1], kv[0]))
-    return ", ".join(f"{k} {v:,}" for k, v in items) or "none"

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
+from wikigame_spark.drops import Drops
 from wikigame_spark.evaluation.metrics import SUCCESS
 from wikigame_spark.ingest.titles import capitalise_first
 from wikigame_spark.schemas import ID, TARGET, TITLE, require_columns
@@ -277,6 +278,6 @@ def left_out(rejected: list[dict], unmatched: pd.DataFrame, parsed: int, importe
         "imported": imported,
         "rejected": len(rejected),
         "unmatched": len(unmatched),
-        "left_out_by": {str(k): int(v) for k, v in rows["reason"].value_counts().sort_index().items()},
+        "left_out_by": Drops(rows["reason"].astype(str)).as_dict(),
     }
     return rows, counts

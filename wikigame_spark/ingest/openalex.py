@@ -18,8 +18,9 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from wikigame_spark.drops import Drops
 from wikigame_spark.graph.ids import dense_index
-from wikigame_spark.ingest.empty import ALLOW_EMPTY_HINT, EmptyGraphError, counted
+from wikigame_spark.ingest.empty import ALLOW_EMPTY_HINT, EmptyGraphError
 from wikigame_spark.ingest.openalex_arrow import Rules, arrow_ready, scan_parquet
 from wikigame_spark.ingest.openalex_records import (
     ARTICLE,
@@ -362,7 +363,7 @@ class OpenAlexGraphs:
     def accounting(self, field: str) -> dict:
         """``read`` = ``kept`` + Σ ``dropped`` for one field's graph: the works of the other
         requested fields count as ``other_field`` here, whatever else they lack."""
-        dropped: dict[str, int] = {}
+        dropped = Drops()
         kept = 0
         for (reason, f), n in self.tally.items():
             if f is not None and f != field:
@@ -370,17 +371,16 @@ class OpenAlexGraphs:
             if reason is None:
                 kept += n
             else:
-                dropped[reason] = dropped.get(reason, 0) + n
-        ordered = {r: dropped[r] for r in DROP_REASONS if dropped.get(r)}
-        return {"read": self.read, "kept": kept, "dropped": ordered}
+                dropped[reason] += n
+        return {"read": self.read, "kept": kept, "dropped": dropped.as_dict(DROP_REASONS, zeros=False)}
 
     def dropped(self) -> dict[str, int]:
         """Every record not a node of any requested field, by reason."""
-        out: dict[str, int] = {}
+        out = Drops()
         for (reason, _), n in self.tally.items():
             if reason is not None:
-                out[reason] = out.get(reason, 0) + n
-        return {r: out[r] for r in DROP_REASONS if out.get(r)}
+                out[reason] += n
+        return out.as_dict(DROP_REASONS, zeros=False)
 
     def nodes(self) -> dict[str, int]:
         out = dict.fromkeys(self.graphs, 0)
@@ -480,7 +480,7 @@ def check_graphs(result: OpenAlexGraphs, source: str, has_topics, allow_empty: b
     if result.read and sum(unreadable.values()) == result.read:
         example = f"; e.g. {result.problems[0]['example'][:80]!r}" if result.problems else ""
         raise EmptyGraphError(
-            f"{source}: every one of the {result.read:,} records read was rejected ({counted(unreadable)}): "
+            f"{source}: every one of the {result.read:,} records read was rejected ({Drops(unreadable).summary()}): "
             f"not OpenAlex works records{example}"
         )
     empty = [f for f, n in result.nodes().items() if n == 0]
@@ -496,5 +496,5 @@ def check_graphs(result: OpenAlexGraphs, source: str, has_topics, allow_empty: b
     if not allow_empty:
         raise EmptyGraphError(
             f"{source}: no works of field(s) {empty}, the graph would be empty: {result.read:,} records read, "
-            f"dropped ({counted(dropped)}); {ALLOW_EMPTY_HINT}"
+            f"dropped ({Drops(dropped).summary()}); {ALLOW_EMPTY_HINT}"
         )

@@ -14,9 +14,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from wikigame_spark.drops import Drops
 from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.ingest.dumps import DumpError, DumpTask, read_siteinfo
-from wikigame_spark.ingest.empty import ALLOW_EMPTY_HINT, EmptyGraphError, counted
+from wikigame_spark.ingest.empty import ALLOW_EMPTY_HINT, EmptyGraphError
 from wikigame_spark.ingest.pages import ARTICLE, OTHER_NAMESPACE, REDIRECT, REJECTED, task_rows
 from wikigame_spark.ingest.titles import SiteInfo
 from wikigame_spark.schemas import (
@@ -176,14 +177,15 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
         rows = pages.filter(F.col("kind") == REJECTED).select("detail").limit(20).collect()
         problems = [r["detail"] for r in rows]
 
-    dropped = {
-        r["key"]: r["n"]
-        for r in indexed.select(F.explode("links_dropped")).groupBy("key").agg(F.sum("value").alias("n")).collect()
-    }
+    dropped = Drops(
+        {
+            r["key"]: r["n"]
+            for r in indexed.select(F.explode("links_dropped")).groupBy("key").agg(F.sum("value").alias("n")).collect()
+        }
+    )
     outcome = {r["reason"]: r["n"] for r in joined.groupBy("reason").agg(_n()).collect()}
     resolved_occurrences = outcome.pop(None, 0)
-    for reason, n in outcome.items():
-        dropped[reason] = dropped.get(reason, 0) + n
+    dropped.update(outcome)
     pair_counts = pairs.agg(
         F.count("*").alias("n"), F.sum((F.col(SRC) == F.col(DST)).cast("long")).alias("self")
     ).first()
@@ -199,15 +201,15 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
             ARTICLE: n_kind[ARTICLE] - duplicates.get(ARTICLE, 0),
             REDIRECT: n_redirects,
             OTHER_NAMESPACE: n_kind[OTHER_NAMESPACE],
-            REJECTED: dict(sorted(rejected.items())),
+            REJECTED: Drops(rejected).as_dict(),
         },
         "redirects_all_namespaces": int(sum(r["redirects"] or 0 for r in by_kind)),
         "redirects": {
             "main_namespace": n_redirects,
             "resolved": n_redirects - sum(redirect_failures.values()),
-            "dropped": redirect_failures,
+            "dropped": Drops(redirect_failures).as_dict(),
         },
-        "links": {"total": n_edges + sum(dropped.values()), "edges": n_edges, "dropped": dict(sorted(dropped.items()))},
+        "links": {"total": n_edges + sum(dropped.values()), "edges": n_edges, "dropped": dropped.as_dict()},
         "nodes": n_kind[ARTICLE] - duplicates.get(ARTICLE, 0),
         "edges": n_edges,
         "newest_revision": max((r["newest"] for r in by_kind if r["newest"]), default=None),
@@ -225,11 +227,11 @@ def check_graph(counts: dict, inputs: list[str], allow_empty: bool = False) -> N
     if pages["read"] and sum(rejected.values()) == pages["read"]:
         first = f"; first: {counts['problems'][0]}" if counts["problems"] else ""
         raise EmptyGraphError(
-            f"{where}: every one of the {pages['read']:,} pages read was rejected ({counted(rejected)}){first}"
+            f"{where}: every one of the {pages['read']:,} pages read was rejected ({Drops(rejected).summary()}){first}"
         )
     if counts["nodes"] == 0 and not allow_empty:
         raise EmptyGraphError(
             f"{where}: no articles, the graph would be empty: {pages['read']:,} pages read, "
             f"{pages[REDIRECT]:,} redirects, {pages[OTHER_NAMESPACE]:,} of other namespaces, rejected "
-            f"({counted(rejected)}); {ALLOW_EMPTY_HINT}"
+            f"({Drops(rejected).summary()}); {ALLOW_EMPTY_HINT}"
         )
