@@ -199,3 +199,10 @@ def test_report_reads_the_plays_artifact_when_the_folder_is_gone(spark, experime
         report_job.main(["--experiment", EXPERIMENT, "--output", str(experiment["tmp"] / "games")])
     with pytest.raises(ValueError, match="experiment 'nope' not found"):
         report_job.main(["--experiment", "nope", "--output", str(experiment["tmp"] / "r3")])
+
+
+def test_the_bundled_model_is_labelled_a_plumbing_check():
+    from wikigame_spark.devtools.local_server import MODEL_ALIAS
+    from wikigame_spark.evaluation.evaluate import PLUMBING_MODELS
+
+    assert MODEL_ALIAS in PLUMBING_MODELS

@@ -21,7 +21,8 @@ cap is what bounds abandoned work (the agents have one by default).
 
 The bundled model is the pretrained **base** Gemma-3-270M (no chat template, no instruction
 tuning in its metadata): it checks the plumbing (a real server, real tokens, every outcome path),
-it does not play the game. Runs made with it are labelled so (:data:`PLUMBING_MODELS`).
+it does not play the game. Runs made with it are labelled so
+(``wikigame_spark.evaluation.evaluate.PLUMBING_MODELS``).
 
     python -m wikigame_spark.devtools.local_server --port 8080 [--engine native --parallel 8]
 """
@@ -52,8 +53,6 @@ CHAT_FORMAT = "gemma"  # llama-server's built-in template; the python engine's e
 GEMMA_TURNS = "gemma-turns"
 # The native server's cap for a request that names none: above the reasoning agent's default cap.
 SERVER_MAX_TOKENS = 2048
-# Models served here that check the plumbing, not play: the base Gemma-3-270M is not instruction-tuned.
-PLUMBING_MODELS = frozenset({MODEL_ALIAS})
 
 
 def gguf_path() -> str:

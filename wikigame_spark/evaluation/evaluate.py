@@ -20,13 +20,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType
 
 from wikigame_spark.agents.sentence_models import model_slug
-from wikigame_spark.devtools.local_server import PLUMBING_MODELS
 from wikigame_spark.evaluation import bands, loops, protocols, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.play import record
 from wikigame_spark.play.record import PlayRun
 
+# Models that check the plumbing, not play: the base Gemma-3-270M that devtools/local_server.py serves
+# (MODEL_ALIAS there) is not instruction-tuned.
+PLUMBING_MODELS = frozenset({"gemma-3-270m"})
 PLUMBING_TAG = "wikigame.plumbing"  # "true": a model that checks the plumbing, not a player
 PLUMBING_NOTE = "base model: plumbing check"
 
