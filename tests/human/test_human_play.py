@@ -21,7 +21,7 @@ import urllib.parse
 
 import pyarrow.parquet as pq
 import pytest
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, WebDriverException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -90,8 +90,22 @@ def driver():
 def start_playing(driver, srv, name: str) -> None:
     driver.get(srv.url())
     driver.find_element(By.ID, "name").send_keys(name)
-    driver.find_element(By.ID, "start").click()
-    WebDriverWait(driver, 10).until(EC.presence_of_element_located((By.ID, "current-title")))
+    follow(driver, driver.find_element(By.ID, "start"))
+    assert driver.find_elements(By.ID, "current-title")
+
+
+def follow(driver, element) -> None:
+    """Click ``element`` and wait until the page it leads to has loaded. chromedriver may report an
+    error for a click whose navigation already replaced the document ("Node with given id does not
+    belong to the document"): the click counts when the old page is gone."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    try:
+        element.click()
+    except WebDriverException as error:
+        if not EC.staleness_of(page)(driver):
+            raise error
+    WebDriverWait(driver, 10).until(EC.staleness_of(page))
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def offered_on_page(driver) -> list[tuple[int, str]]:
@@ -100,9 +114,7 @@ def offered_on_page(driver) -> list[tuple[int, str]]:
 
 
 def click(driver, node: int) -> None:
-    page = driver.find_element(By.TAG_NAME, "html")
-    driver.find_element(By.CSS_SELECTOR, f'button[data-node-id="{node}"]').click()
-    WebDriverWait(driver, 10).until(EC.staleness_of(page))
+    follow(driver, driver.find_element(By.CSS_SELECTOR, f'button[data-node-id="{node}"]'))
 
 
 def text(driver, element_id: str) -> str:
@@ -152,11 +164,9 @@ def test_shortest_path_by_clicking_succeeds_with_the_engines_links(ltg, server, 
 def test_giving_up(ltg, server, driver):
     start_playing(driver, server, "Bea")
     assert text(driver, "game-id") == str(ltg["games"].game_id[0])  # every player starts with game 0
-    driver.find_element(By.ID, "give-up").click()
-    WebDriverWait(driver, 10).until(EC.presence_of_element_located((By.ID, "outcome")))
+    follow(driver, driver.find_element(By.ID, "give-up"))
     assert text(driver, "outcome") == "gave_up"
-    driver.find_element(By.ID, "next-game").click()  # Bea's next game is game 1: finished games are skipped
-    WebDriverWait(driver, 10).until(EC.presence_of_element_located((By.ID, "current-title")))
+    follow(driver, driver.find_element(By.ID, "next-game"))  # Bea's next game is game 1: finished games are skipped
     assert text(driver, "game-id") == str(ltg["games"].game_id[1])
 
 
