@@ -1,7 +1,7 @@
 """Benchmark: exact game sampling on generated scale-free directed graphs, every distance method.
 
     python bench/bench_sampling.py [--sizes 100000:1000000,1000000:34000000] [--games 10000]
-        [--distributed-games 1600] [--methods graphframes,shortest-paths,components,python]
+        [--distributed-games 1600] [--methods collected,graphframes,shortest-paths,components,python]
         [--out out/bench]
 
 Each graph (power-law in- and out-degrees, 8 % of nodes without in-links, 0.5 % without out-links,
@@ -10,7 +10,9 @@ contract. Every step runs in its own process, so that its peak memory (the proce
 plus Spark's JVM) is its own:
 
 - ``local``: ``sample_games`` with the single-node method (CSR arrays, SCC reachability,
-  bidirectional BFS), ``--games`` games;
+  bidirectional BFS) on the graph's mapped int32 files, as the job runs it, ``--games`` games;
+- ``collected``: the same method on the edge columns collected into the process (the path taken
+  without a graph directory, and the only one before the mapped files): the reference for memory;
 - ``graphframes``: ``sample_games`` with the GraphFrames method (degrees and SCCs by GraphFrames,
   searches by the bit-parallel bidirectional BFS on GraphFrames' Pregel of
   ``wikigame_spark.graph.bfs``), ``--distributed-games`` games: the same draws as the local run's
@@ -30,6 +32,7 @@ import argparse
 import collections
 import json
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -165,13 +168,21 @@ def _session():
 def step_sample(graph: str, method: str, games: int, games_out: str) -> dict:
     from wikigame_spark.config import SampleGamesConfig
     from wikigame_spark.graph.frame import read_graph
+    from wikigame_spark.graph.mapped import ensure_graph
     from wikigame_spark.graph.sampling import sample_games
 
     spark = _session()
     g = read_graph(spark, graph)
-    cfg = SampleGamesConfig(graph=graph, games=games, seed=1, method="local" if method == "local" else "graphframes")
+    cfg = SampleGamesConfig(
+        graph=graph, games=games, seed=1, method="graphframes" if method == "graphframes" else "local"
+    )
+    mapped_s = None
+    if method == "local":  # the job's way: the graph's mapped files, built once per build of the graph
+        t0 = time.perf_counter()
+        ensure_graph(spark, graph)
+        mapped_s = round(time.perf_counter() - t0, 1)
     t0 = time.perf_counter()
-    sampled = sample_games(g.nodes, g.edges, cfg)
+    sampled = sample_games(g.nodes, g.edges, cfg, graph if method == "local" else None)
     rows = sampled.games.toPandas()
     total = time.perf_counter() - t0
     search = sampled.timings["search"]
@@ -186,11 +197,14 @@ def step_sample(graph: str, method: str, games: int, games_out: str) -> dict:
         "share_decided_by_reachability": round(c["decided_by_reachability"] / c["draws"], 4),
         "discarded_by": c["discarded_by"],
         "optimal_steps": c["optimal_steps"],
+        "mapped_files_s": mapped_s,
         "prepare_s": round(sampled.timings["prepare"], 1),
         "search_s": round(search, 1),
         "total_s": round(total, 1),
         "exact_pairs_per_s_search": round(c["resolved_draws"] / search, 2),
         "games_per_s_total": round(c["games"] / total, 2),
+        # the Python process alone (the local method's arrays and mapped pages), without the JVM
+        "python_peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
     }
 
 
@@ -294,15 +308,16 @@ def bench_size(out: str, n: int, m: int, a: argparse.Namespace) -> dict:
         t = time.perf_counter()
         generate(graph, n, m)
         report["generate_s"] = round(time.perf_counter() - t, 1)
-    games = {k: os.path.join(out, f"games-{n}-{m}-{k}.parquet") for k in ("local", "graphframes")}
+    games = {k: os.path.join(out, f"games-{n}-{m}-{k}.parquet") for k in ("local", "collected", "graphframes")}
     sample = ["--graph", graph, "--step", "sample"]
     report["local"] = run_measured(
         [*sample, "--method", "local", "--games", str(a.games), "--games-file", games["local"]]
     )
     print(json.dumps(report["local"]), flush=True)
     for method in a.methods.split(","):
-        if method == "graphframes":
-            args = [*sample, "--method", method, "--games", str(a.distributed_games), "--games-file", games[method]]
+        if method in ("graphframes", "collected"):
+            count = a.distributed_games if method == "graphframes" else a.games
+            args = [*sample, "--method", method, "--games", str(count), "--games-file", games[method]]
             report[method] = run_measured(args)
             report[method]["games_identical_to_local"] = same_games(games["local"], games[method])
         elif method == "components":
@@ -318,7 +333,7 @@ def bench_size(out: str, n: int, m: int, a: argparse.Namespace) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="100000:1000000,1000000:34000000", help="NODES:EDGES,…")
-    p.add_argument("--methods", default="graphframes,shortest-paths,components,python")
+    p.add_argument("--methods", default="collected,graphframes,shortest-paths,components,python")
     p.add_argument("--games", type=int, default=10_000)
     # 1,600 games: a first chunk of ~2,000 reachable draws, one batch of the searches (bfs_batch_pairs)
     p.add_argument("--distributed-games", type=int, default=1600)

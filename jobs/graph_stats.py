@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     preflight.check_output(output, cfg.overwrite, spark=spark)
     graph = read_graph(spark, cfg.graph)
 
-    stats = graph_stats(graph.nodes, graph.edges, cfg)
+    stats = graph_stats(graph.nodes, graph.edges, cfg, graph.path)
     identity = graph.identity()
     name = identity.get("dbname") or identity.get("language") or graph.path.rsplit("/", 1)[-1]
     png = plot_reach(stats["reachability"], f"{name}: reachable within k steps")

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     preflight.check_output(output, cfg.overwrite, spark=spark)
     graph = read_graph(spark, cfg.graph)
 
-    sampled = sample_games(graph.nodes, graph.edges, cfg)
+    sampled = sample_games(graph.nodes, graph.edges, cfg, graph.path)
     c = sampled.counts
     manifest = {
         "kind": "games",

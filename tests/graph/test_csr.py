@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from tests.graph.graphs import FAMILIES, KNOWN, adjacency_of, plain_bfs, union_graph
-from wikigame_spark.graph.csr import CsrGraph
+from wikigame_spark.graph.csr import CsrGraph, transpose
 from wikigame_spark.graph.reach import DIFFERENT_COMPONENT, NO_PATH, SOURCE_NO_OUT_LINKS, TARGET_NO_IN_LINKS
 
 
 def csr(nodes, edges) -> CsrGraph:
     src = np.array([a for a, _ in edges], dtype=np.int64)
     dst = np.array([b for _, b in edges], dtype=np.int64)
-    return CsrGraph(np.array(sorted(nodes), dtype=np.int64), src, dst)
+    return CsrGraph.from_edges(np.array(sorted(nodes), dtype=np.int64), src, dst)
 
 
 def all_pairs(nodes):
@@ -76,3 +77,29 @@ def test_unknown_node_id_is_named():
         g.distances(np.array([0]), np.array([7]))
     with pytest.raises(ValueError, match="node id 3"):
         csr([0, 1], [(0, 3)])
+
+
+def test_in_links_built_in_runs_equal_scipys_transpose():
+    rng = np.random.default_rng(8)
+    n = 3000
+    pairs = np.unique(rng.integers(0, n, (40_000, 2)), axis=0)
+    g = csr(range(n), [tuple(p) for p in pairs.tolist()])
+    ptr, idx = transpose(g.out_ptr, g.out_idx, run_edges=997)  # many runs, cutting no row
+    want = sp.csr_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])), shape=(n, n)).tocsc()
+    want.sort_indices()
+    assert ptr.dtype == np.int32 and idx.dtype == np.int32
+    assert np.array_equal(ptr, want.indptr) and np.array_equal(idx, want.indices)
+    assert np.array_equal(g.in_ptr, ptr) and np.array_equal(g.in_idx, idx)
+
+
+def test_read_only_arrays_are_searched_in_place():
+    g = csr(range(5), [(0, 1), (1, 2), (2, 0), (2, 3)])
+    ptr, idx = g.out_ptr.copy(), g.out_idx.copy()
+    ptr.flags.writeable = idx.flags.writeable = False  # as np.load(mmap_mode="r") gives them
+    mapped = CsrGraph(np.arange(5), ptr, idx)
+    assert mapped.out_idx is idx and mapped.scc.tolist() == g.scc.tolist()
+    assert (
+        mapped.distances(np.array([1, 0, 3]), np.array([0, 3, 4])).tolist()
+        == g.distances(np.array([1, 0, 3]), np.array([0, 3, 4])).tolist()
+        == [2, 3, SOURCE_NO_OUT_LINKS]
+    )

@@ -54,6 +54,8 @@ def test_both_methods_answer_alike_on_sparse_ids_with_a_target_filter(spark, uni
 
 def test_auto_method_by_memory():
     assert local_bytes(1000, 10_000) < local_bytes(1000, 20_000)
+    assert local_bytes(1000, 10**8) < local_bytes(1000, 10**8, mapped=False)  # collected edge columns cost more
+    assert choose_method("auto", 10, 100, local_bytes(10, 100), mapped=False) == GRAPHFRAMES
     assert choose_method("auto", 10, 100, local_bytes(10, 100)) == LOCAL
     assert choose_method("auto", 10, 101, local_bytes(10, 100)) == GRAPHFRAMES
     assert choose_method(GRAPHFRAMES, 1, 1, 10**12) == GRAPHFRAMES

@@ -223,3 +223,56 @@ def test_a_partial_node_local_copy_is_replaced(spark, tmp_path, monkeypatch):
             assert _sha1(f"{copy}/{name}") == meta["sha1"]
         graph = mapped.MappedGraph(copy)
         assert graph.num_nodes == 300 and graph.titles[299] == "Node 299"
+
+
+HOLD = """import sys
+from wikigame_spark.graph import mapped
+print(mapped.local_folder(sys.argv[1], sys.argv[2]), flush=True)
+sys.stdin.readline()  # holds the copy until told to end
+"""
+
+
+def test_node_local_copies_no_live_process_uses_are_removed(spark, tmp_path, monkeypatch):
+    """A new copy removes older ones whose processes have ended, never one a live process maps."""
+    from tests.s3server import CREDENTIALS, s3_server
+
+    for key, value in CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    root = str(tmp_path / "node")
+    with s3_server() as s3:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint_url)
+        bucket = s3.new_bucket()
+        uris = []
+        for n in (100, 120, 140):
+            os.makedirs(tmp_path / str(n))
+            graph, _ = write_graph(tmp_path / str(n), n)
+            s3.upload_tree(mapped.ensure_graph(spark, graph, f"{graph}/cache"), bucket, f"g{n}")
+            uris.append(f"s3://{bucket}/g{n}")
+
+        def holder(uri: str) -> subprocess.Popen:
+            p = subprocess.Popen(
+                [sys.executable, "-c", HOLD, uri, root],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            p.copy = p.stdout.readline().strip()
+            return p
+
+        ended = holder(uris[0])
+        ended.communicate("\n", timeout=60)  # copied, then its process ended
+        live = holder(uris[1])
+        try:
+            mine = mapped.local_folder(uris[2], root)
+            assert not os.path.exists(ended.copy)  # nobody uses it: removed
+            assert os.path.isfile(f"{live.copy}/{mapped.COMPLETE}")  # mapped by a live process: kept
+            assert mapped.MappedGraph(live.copy).num_nodes == 120
+        finally:
+            live.communicate("\n", timeout=60)
+        again = holder(uris[0])  # a new copy once the holder has ended removes its copy, not this process's
+        again.communicate("\n", timeout=60)
+        assert not os.path.exists(live.copy) and os.path.isfile(f"{mine}/{mapped.COMPLETE}")
+        assert sorted(
+            d for d in os.listdir(f"{root}/wikigame-mapped") if os.path.isdir(f"{root}/wikigame-mapped/{d}")
+        ) == sorted(os.path.basename(c) for c in (mine, again.copy))

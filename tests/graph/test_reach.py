@@ -18,7 +18,7 @@ from wikigame_spark.graph.reach import (
 
 
 def every_pair_decision(nodes, edges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    g = CsrGraph(np.array(sorted(nodes)), np.array([a for a, _ in edges]), np.array([b for _, b in edges]))
+    g = CsrGraph.from_edges(np.array(sorted(nodes)), np.array([a for a, _ in edges]), np.array([b for _, b in edges]))
     s, t = (x.ravel() for x in np.meshgrid(np.array(sorted(nodes)), np.array(sorted(nodes))))
     keep = s != t
     s, t = s[keep], t[keep]

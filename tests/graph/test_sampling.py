@@ -88,6 +88,15 @@ def test_games_on_latgalian_wikipedia_are_exact(spark, ltg_graph):
     assert c["unreachable"] > 0  # the real graph has unreachable pairs, and they are counted
     again = sample_games(g.nodes, g.edges, cfg).games.toPandas()
     assert again.equals(games)
+    mapped = sample_games(g.nodes, g.edges, cfg, ltg_graph)  # the job's way: the graph's mapped int32 files
+    assert mapped.games.toPandas().equals(games) and mapped.counts == c
+
+
+def test_the_mapped_files_of_another_graph_are_refused(spark, ltg_graph, union_dir):
+    g = frame.read_graph(spark, union_dir)
+    cfg = SampleGamesConfig(graph=union_dir, games=5, seed=1, method="local")
+    with pytest.raises(ValueError, match="pass the directory the tables were read from"):
+        sample_games(g.nodes, g.edges, cfg, ltg_graph)
 
 
 def test_stratified_games(spark, ltg_graph):

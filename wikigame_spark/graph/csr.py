@@ -2,9 +2,11 @@
 
 Used when the graph fits the driver's memory (``method: local``, or ``auto``, see
 :mod:`wikigame_spark.graph.distances`). Node ids are mapped to positions 0…N−1 in id order, so any
-id scheme works; the graph is held twice (out-links and in-links) as int32 arrays, about 8 bytes
-per edge. Reachability is decided first from strongly connected components
-(:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched.
+id scheme works. The out-links are int32 CSR arrays — for a graph directory the play stage's mapped
+files (:mod:`wikigame_spark.graph.mapped`), read from the page cache, not copied — and the in-links
+are built from them by a counting sort, one bounded run of rows at a time: about 4 bytes per edge
+in this process, plus the mapped 4. Reachability is decided first from strongly connected
+components (:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched.
 
 Each search advances, level by level, whichever side (forward from the source on out-links,
 backward from the target on in-links) has the frontier with fewer links to follow, and stops at
@@ -16,49 +18,142 @@ advancing one side by one level, gives exactly ``a + b + 1``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from wikigame_spark.graph.reach import REACHABLE, condensation_of, neighbours
+from wikigame_spark.graph.reach import REACHABLE, Condensation, largest_component, neighbours
 
 log = logging.getLogger(__name__)
+
+RUN_EDGES = 1 << 22  # edges per run of rows when a CSR is transposed or its condensation is taken
+
+
+def compact_ptr(ptr: np.ndarray, m: int) -> np.ndarray:
+    """``ptr`` as int32 when the edges fit it, the index type of the mapped files and scipy."""
+    return ptr.astype(np.int32 if m <= np.iinfo(np.int32).max else np.int64)
+
+
+def row_runs(ptr: np.ndarray, run_edges: int = RUN_EDGES) -> Iterator[tuple[int, int]]:
+    """Ranges ``[r0, r1)`` of whole rows holding about ``run_edges`` entries each, in order."""
+    n, r0 = ptr.size - 1, 0
+    while r0 < n:
+        r1 = min(max(int(np.searchsorted(ptr, ptr[r0] + run_edges, side="right")) - 1, r0 + 1), n)
+        yield r0, r1
+        r0 = r1
+
+
+def place(out: np.ndarray, cursor: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> None:
+    """Append ``cols`` to their ``rows`` of a CSR being filled: ``cursor[r]`` is row ``r``'s next free
+    slot of ``out``, advanced here. A row's entries keep their order within the call (stable)."""
+    order = np.argsort(rows, kind="stable")
+    rows, cols = rows[order], cols[order]
+    if not rows.size:
+        return
+    starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    runs = np.diff(np.append(starts, rows.size))
+    out[cursor[rows] + np.arange(rows.size) - np.repeat(starts, runs)] = cols
+    cursor[rows[starts]] += runs
+
+
+def transpose(ptr: np.ndarray, idx: np.ndarray, run_edges: int = RUN_EDGES) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR of the reversed links, in-neighbours ascending, built in bounded runs of rows."""
+    n, m = ptr.size - 1, idx.size
+    counts = np.zeros(n, dtype=np.int64)
+    for a in range(0, m, run_edges):
+        counts += np.bincount(idx[a : a + run_edges], minlength=n)
+    tptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=tptr[1:])
+    del counts
+    tidx = np.empty(m, dtype=np.int32)
+    cursor = tptr[:-1].copy()
+    for r0, r1 in row_runs(ptr, run_edges):
+        rows = np.repeat(np.arange(r0, r1, dtype=np.int32), np.diff(ptr[r0 : r1 + 1]))
+        place(tidx, cursor, idx[ptr[r0] : ptr[r1]], rows)
+    return compact_ptr(tptr, m), tidx
+
+
+def strong_components(ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """SCC labels per position by scipy, on the CSR arrays as they are (mapped ones included).
+
+    scipy wants float64 weights it never reads for components; a broadcast 1.0 costs no memory."""
+    n = ptr.size - 1
+    weights = np.broadcast_to(np.float64(1.0), (idx.size,))
+    graph = sp.csr_matrix((weights, idx, ptr), shape=(n, n), copy=False)
+    return connected_components(graph, directed=True, connection="strong")[1]
+
+
+def condensation(scc: np.ndarray, ptr: np.ndarray, idx: np.ndarray, run_edges: int = RUN_EDGES) -> Condensation:
+    """The condensation of the CSR's SCCs, its links gathered in bounded runs of rows; the giant SCC
+    is the largest (ties: the one with the smallest member)."""
+    keys = []
+    n_names = int(scc.max()) + 1 if scc.size else 1
+    for r0, r1 in row_runs(ptr, run_edges):
+        a = np.repeat(scc[r0:r1].astype(np.int64), np.diff(ptr[r0 : r1 + 1]))
+        b = scc[idx[ptr[r0] : ptr[r1]]].astype(np.int64)
+        keep = a != b
+        keys.append(np.unique(a[keep] * n_names + b[keep]))
+    links = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+    return Condensation(links // n_names, links % n_names, largest_component(scc))
+
+
+def positions(node_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions (int32) of ``ids`` among sorted unique ``node_ids``; ``ValueError`` names an id
+    that is not a node."""
+    ids = np.asarray(ids, dtype=np.int64)
+    n = node_ids.size
+    if n == 0 or (node_ids[0] == 0 and node_ids[-1] == n - 1):  # ids 0…N−1: a position is its id
+        bad = (ids < 0) | (ids >= n)
+        pos = ids
+    else:
+        pos = np.minimum(np.searchsorted(node_ids, ids), n - 1)
+        bad = node_ids[pos] != ids
+    if np.any(bad):
+        raise ValueError(f"node id {int(ids[np.argmax(bad)])} is not in the nodes table")
+    return pos.astype(np.int32)
 
 
 class CsrGraph:
     """A directed graph as out- and in-adjacency arrays, with exact pairwise distances."""
 
-    def __init__(self, node_ids: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
-        """Build from sorted unique node ids and edge endpoint ids (any integer dtype).
-
-        Raises ``ValueError`` when an edge names a node that is not in ``node_ids``.
-        """
+    def __init__(self, node_ids: np.ndarray, out_ptr: np.ndarray, out_idx: np.ndarray) -> None:
+        """Build from sorted unique node ids and the out-links as CSR over their positions (arrays
+        may be read-only maps; they are not copied)."""
         node_ids = np.asarray(node_ids, dtype=np.int64)
         if node_ids.size and np.any(np.diff(node_ids) <= 0):
             raise ValueError("CsrGraph: node ids must be sorted and unique")
+        if out_ptr.size != node_ids.size + 1:
+            raise ValueError(f"CsrGraph: {out_ptr.size - 1} CSR rows for {node_ids.size} nodes")
         self.node_ids = node_ids
         n = node_ids.size
-        self.dense = bool(n == 0 or (node_ids[0] == 0 and node_ids[-1] == n - 1))
-        s = self.positions(src)
-        d = self.positions(dst)
-        ones = np.ones(s.size, dtype=np.bool_)
-        out = sp.csr_matrix((ones, (s, d)), shape=(n, n))
-        self.out_ptr = out.indptr.astype(np.int64)
-        self.out_idx = out.indices.astype(np.int32, copy=False)
-        inn = out.tocsc()
-        self.in_ptr = inn.indptr.astype(np.int64)
-        self.in_idx = inn.indices.astype(np.int32, copy=False)
+        self.out_ptr, self.out_idx = out_ptr, out_idx
+        self.in_ptr, self.in_idx = transpose(out_ptr, out_idx)
         self.out_deg = np.diff(self.out_ptr)
         self.in_deg = np.diff(self.in_ptr)
-        _, self.scc = connected_components(out, directed=True, connection="strong")
-        del out, inn
-        self.condensation = condensation_of(self.scc, s, d)
+        self.scc = strong_components(out_ptr, out_idx)
+        self.condensation = condensation(self.scc, out_ptr, out_idx)
         # Per-search marks: a node is seen in search k when its stamp equals k (no clearing).
         self._seen_f = np.zeros(n, dtype=np.int32)
         self._seen_b = np.zeros(n, dtype=np.int32)
         self._owner = np.zeros(n, dtype=np.int32)
         self._stamp = 0
+
+    @classmethod
+    def from_edges(cls, node_ids: np.ndarray, src: np.ndarray, dst: np.ndarray) -> CsrGraph:
+        """Build from sorted unique node ids and edge endpoint ids (any integer dtype) by a counting
+        sort in bounded runs. A link given twice stays twice: searches and components ignore the repeat.
+        ``ValueError`` names an edge's node that is not in ``node_ids``."""
+        node_ids = np.asarray(node_ids, dtype=np.int64)
+        s, d = positions(node_ids, src), positions(node_ids, dst)
+        ptr = np.zeros(node_ids.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(s, minlength=node_ids.size), out=ptr[1:])
+        idx = np.empty(s.size, dtype=np.int32)
+        cursor = ptr[:-1].copy()
+        for a in range(0, s.size, RUN_EDGES):
+            place(idx, cursor, s[a : a + RUN_EDGES], d[a : a + RUN_EDGES])
+        return cls(node_ids, compact_ptr(ptr, idx.size), idx)
 
     @property
     def num_nodes(self) -> int:
@@ -70,17 +165,7 @@ class CsrGraph:
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Positions 0…N−1 of node ids; ``ValueError`` names an id that is not a node."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if self.dense:
-            bad = (ids < 0) | (ids >= self.node_ids.size)
-            pos = ids
-        else:
-            pos = np.searchsorted(self.node_ids, ids)
-            pos = np.minimum(pos, max(self.node_ids.size - 1, 0))
-            bad = self.node_ids[pos] != ids if self.node_ids.size else np.ones(ids.shape, bool)
-        if np.any(bad):
-            raise ValueError(f"node id {int(ids[np.argmax(bad)])} is not in the nodes table")
-        return pos.astype(np.int32)
+        return positions(self.node_ids, ids)
 
     def distances(self, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """Exact shortest path lengths (int32) for node-id pairs, or a negative reason code."""

@@ -6,6 +6,8 @@ is none. Reachability is settled first, without a search, from strongly connecte
 their condensation (:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched.
 
 - ``local``: the graph in the driver as CSR arrays (:mod:`wikigame_spark.graph.csr`), SCCs by scipy.
+  Given the graph directory the tables were read from, its out-links are the play stage's mapped
+  int32 files (:mod:`wikigame_spark.graph.mapped`, built once per build of the graph), not a copy.
 - ``graphframes``: degrees and SCCs by GraphFrames, the condensation in the driver, searches by a
   bit-parallel bidirectional BFS on GraphFrames' Pregel (:mod:`wikigame_spark.graph.bfs`, the
   fastest exact candidate measured); the edge list stays in the cluster.
@@ -34,6 +36,7 @@ from wikigame_spark.graph import frame
 from wikigame_spark.graph.bfs import PregelSearch
 from wikigame_spark.graph.csr import CsrGraph
 from wikigame_spark.graph.ids import dense_index
+from wikigame_spark.graph.mapped import MappedGraph, ensure_graph, local_folder
 from wikigame_spark.graph.reach import REACHABLE, Condensation, largest_component
 from wikigame_spark.schemas import DST, ID, SRC, require_columns
 
@@ -43,11 +46,15 @@ LOCAL = "local"
 GRAPHFRAMES = "graphframes"
 METHODS = ("auto", LOCAL, GRAPHFRAMES)
 RANK = "rank"
-# Peak bytes of building the local method's arrays, measured with bench/bench_sampling.py: the edge
-# columns as int64 (16 per edge), the scipy matrices and their transposes (~17 per edge), the CSR
-# arrays kept (8 per edge) and per-node arrays; rounded up.
-LOCAL_BYTES_PER_EDGE = 48
-LOCAL_BYTES_PER_NODE = 64
+# Peak bytes of the local method on a graph directory, measured with bench/bench_scale.py (1 M nodes,
+# 32 M edges): the mapped out-links resident (4 per edge) and the in-links built from them (4 per
+# edge), per-node arrays (degrees, SCC labels and scipy's work arrays, search marks, the mapped
+# files' builder), and runs of RUN_EDGES edges sorted at a time; rounded up.
+LOCAL_BYTES_PER_EDGE = 8
+LOCAL_BYTES_PER_NODE = 128
+LOCAL_BYTES_FIXED = 1 << 29
+# Without a graph directory the edge columns are collected as int64 and de-duplicated first.
+COLLECTED_BYTES_PER_EDGE = 48
 LOCAL_MEMORY_SHARE = 0.5  # of the memory available to the driver process when the method is chosen
 
 
@@ -72,9 +79,11 @@ class PairDistances(ABC):
         """int32 shortest path lengths, or the negative codes of :mod:`wikigame_spark.graph.reach`."""
 
 
-def local_bytes(num_nodes: int, num_edges: int) -> int:
-    """Estimated peak memory of the local method's arrays for a graph of this size."""
-    return LOCAL_BYTES_PER_EDGE * num_edges + LOCAL_BYTES_PER_NODE * num_nodes
+def local_bytes(num_nodes: int, num_edges: int, mapped: bool = True) -> int:
+    """Estimated peak memory of the local method for a graph of this size, on its mapped files or
+    (``mapped=False``) on collected edge columns."""
+    per_edge = LOCAL_BYTES_PER_EDGE if mapped else COLLECTED_BYTES_PER_EDGE
+    return per_edge * num_edges + LOCAL_BYTES_PER_NODE * num_nodes + LOCAL_BYTES_FIXED
 
 
 def local_budget() -> int:
@@ -96,13 +105,13 @@ def local_budget() -> int:
     return int(LOCAL_MEMORY_SHARE * available)
 
 
-def choose_method(method: str, num_nodes: int, num_edges: int, budget: int) -> str:
+def choose_method(method: str, num_nodes: int, num_edges: int, budget: int, mapped: bool = True) -> str:
     """``local`` or ``graphframes``: as asked, or for ``auto`` by whether the graph fits ``budget``."""
     if method in (LOCAL, GRAPHFRAMES):
         return method
     if method != "auto":
         raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
-    return LOCAL if local_bytes(num_nodes, num_edges) <= budget else GRAPHFRAMES
+    return LOCAL if local_bytes(num_nodes, num_edges, mapped) <= budget else GRAPHFRAMES
 
 
 def pair_distances(
@@ -112,8 +121,12 @@ def pair_distances(
     method: str = "auto",
     largest_scc: bool = False,
     batch_pairs: int = 2048,
+    graph_dir: str | None = None,
 ) -> PairDistances:
-    """The distance oracle for a graph; ``targets`` (an ``id`` column) restricts target draws."""
+    """The distance oracle for a graph; ``targets`` (an ``id`` column) restricts target draws.
+
+    ``graph_dir``: the graph directory ``nodes`` and ``edges`` were read from; the local method then
+    maps its out-links (see the module doc) instead of collecting the edge columns."""
     require_columns(nodes, [ID], "pair_distances(nodes)")
     require_columns(edges, [SRC, DST], "pair_distances(edges)")
     targets = nodes if targets is None else targets
@@ -121,14 +134,14 @@ def pair_distances(
     if method == "auto":
         n, m = nodes.count(), edges.count()
         budget = local_budget()
-        chosen = choose_method(method, n, m, budget)
-        log.info(
-            "distances: %s (local needs ~%.2f GiB, budget %.2f GiB)", chosen, local_bytes(n, m) / 2**30, budget / 2**30
-        )
+        mapped = graph_dir is not None
+        chosen = choose_method(method, n, m, budget, mapped)
+        need = local_bytes(n, m, mapped) / 2**30
+        log.info("distances: %s (local needs ~%.2f GiB, budget %.2f GiB)", chosen, need, budget / 2**30)
     else:
         chosen = choose_method(method, 0, 0, 0)
     if chosen == LOCAL:
-        return LocalDistances(nodes, edges, targets, largest_scc)
+        return LocalDistances(nodes, edges, targets, largest_scc, graph_dir)
     return GraphFramesDistances(nodes, edges, targets, largest_scc, batch_pairs)
 
 
@@ -180,11 +193,24 @@ class LocalDistances(PairDistances):
 
     method = LOCAL
 
-    def __init__(self, nodes: DataFrame, edges: DataFrame, targets: DataFrame, largest_scc: bool) -> None:
-        node_ids = _sorted_ids(nodes, "nodes")
-        src, dst = _columns(edges, [SRC, DST])
-        self.graph = CsrGraph(node_ids, src, dst)
-        del src, dst
+    def __init__(
+        self, nodes: DataFrame, edges: DataFrame, targets: DataFrame, largest_scc: bool, graph_dir: str | None
+    ) -> None:
+        if graph_dir is None:
+            node_ids = _sorted_ids(nodes, "nodes")
+            src, dst = _columns(edges, [SRC, DST])
+            self.graph = CsrGraph.from_edges(node_ids, src, dst)
+            del src, dst
+        else:
+            files = MappedGraph(local_folder(ensure_graph(nodes.sparkSession, graph_dir)))
+            node_ids = np.arange(files.indptr.size - 1, dtype=np.int64)
+            n, m = nodes.count(), edges.count()
+            if (n, m) != (node_ids.size, files.indices.size):
+                raise ValueError(
+                    f"{graph_dir}: the tables given have {n} nodes and {m} edges, its mapped files "
+                    f"{node_ids.size} and {files.indices.size}: pass the directory the tables were read from"
+                )
+            self.graph = CsrGraph(node_ids, files.indptr, files.indices)
         giant = self.graph.scc == largest_component(self.graph.scc)
         self.giant_size = int(giant.sum())
         self._sources = node_ids[giant] if largest_scc else node_ids

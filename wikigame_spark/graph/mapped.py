@@ -43,6 +43,7 @@ import pyarrow.dataset as ds
 from pyspark.sql import SparkSession
 
 from wikigame_spark import io, layout
+from wikigame_spark.graph.csr import compact_ptr, place, row_runs
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
@@ -138,29 +139,17 @@ def _write_csr(graph_dir: str, n: int, folder: str, batch_rows: int, sort_edges:
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     m = int(indptr[-1])
-    np.save(f"{folder}/indptr.npy", indptr.astype(np.int32 if m <= np.iinfo(np.int32).max else np.int64))
+    np.save(f"{folder}/indptr.npy", compact_ptr(indptr, m))
     indices = np.lib.format.open_memmap(f"{folder}/indices.npy", mode="w+", dtype=np.int32, shape=(m,))
     cursor = indptr[:-1].copy()
     for batch in edges.to_batches(columns=[SRC, DST], batch_size=batch_rows * 128):
-        src, dst = batch.column(SRC).to_numpy(), batch.column(DST).to_numpy()
-        order = np.argsort(src, kind="stable")
-        src, dst = src[order], dst[order]
-        if not src.size:
-            continue
-        starts = np.flatnonzero(np.concatenate(([True], src[1:] != src[:-1])))
-        runs = np.diff(np.append(starts, src.size))
-        indices[cursor[src] + np.arange(src.size) - np.repeat(starts, runs)] = dst
-        cursor[src[starts]] += runs
+        place(indices, cursor, batch.column(SRC).to_numpy(), batch.column(DST).to_numpy())
     # neighbours ascending within each node, a bounded run of whole nodes at a time
-    r0 = 0
-    while r0 < n:
-        r1 = max(int(np.searchsorted(indptr, indptr[r0] + sort_edges, side="right")) - 1, r0 + 1)
-        r1 = min(r1, n)
+    for r0, r1 in row_runs(indptr, sort_edges):
         rows = np.repeat(np.arange(r0, r1, dtype=np.int64), counts[r0:r1])
         key = rows * n + indices[indptr[r0] : indptr[r1]]
         key.sort()
         indices[indptr[r0] : indptr[r1]] = key - rows * n
-        r0 = r1
     if m:
         indices.flush()
     del indices
@@ -325,7 +314,8 @@ def local_folder(uri: str, root: str | None = None) -> str:
     stores: a copy under ``root`` (default: the node's temporary directory), one per node and per
     manifest, made by the first worker while the others wait, every file's size and SHA-1 checked,
     then the marker written; a copy without the marker, or whose sizes differ from it, is removed and
-    made again.
+    made again. A process holds the copies it uses; making a new copy removes the ones no live
+    process holds (earlier builds), so a node's disk does not fill with old graphs.
     """
     manifest = _read_manifest(uri)
     if manifest is None:
@@ -344,6 +334,7 @@ def local_folder(uri: str, root: str | None = None) -> str:
         if os.path.isfile(marker):
             with open(marker, encoding="utf-8") as f:
                 if json.load(f) == files and _sizes_match(dest, files):
+                    _hold(dest)
                     return dest
             log.warning("%s: a local copy whose files differ from its marker; copying again", dest)
         elif os.path.exists(dest):
@@ -357,8 +348,45 @@ def local_folder(uri: str, root: str | None = None) -> str:
             f.flush()
             os.fsync(f.fileno())
         os.rename(f"{marker}.tmp", marker)
-    log.info("copied %s to %s", uri, dest)
+        _hold(dest)
+        log.info("copied %s to %s", uri, dest)
+        _prune(base)
     return dest
+
+
+_held: dict[str, int] = {}  # node-local copies this process uses → its descriptor of their ``.use`` file
+
+
+def _hold(folder: str) -> None:
+    """Mark a node-local copy as used by this process for its lifetime (a shared lock on
+    ``folder.use``, taken under the folder's copy lock), so that no other process removes it."""
+    if folder not in _held:
+        fd = os.open(f"{folder}.use", os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        _held[folder] = fd
+
+
+def _prune(base: str) -> None:
+    """Remove the node-local copies that no live process uses: those of earlier builds of a graph or
+    cache, whose users have ended. Called after a new copy, so a node keeps what its jobs map."""
+    for name in os.listdir(base):
+        folder = os.path.join(base, name)
+        if not os.path.isdir(folder) or folder in _held:
+            continue
+        with open(f"{folder}.lock", "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # being copied: leave it
+            except BlockingIOError:
+                continue
+            use = os.open(f"{folder}.use", os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(use, fcntl.LOCK_EX | fcntl.LOCK_NB)  # used by a live process: leave it
+            except BlockingIOError:
+                continue
+            finally:
+                os.close(use)  # releases the lock when it was taken
+            shutil.rmtree(folder, ignore_errors=True)
+            log.info("removed %s: a node-local copy no live process uses", folder)
 
 
 def _map(path: str) -> np.ndarray:

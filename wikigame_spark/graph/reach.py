@@ -127,15 +127,6 @@ def _levels(dag: sp.csr_matrix) -> np.ndarray:
     return level
 
 
-def condensation_of(scc: np.ndarray, src: np.ndarray, dst: np.ndarray) -> Condensation:
-    """The condensation of an in-memory graph: ``scc`` names per node position, edges as positions;
-    the giant SCC is the largest (ties: the one with the smallest member)."""
-    giant = largest_component(scc)
-    a, b = scc[src], scc[dst]
-    keep = a != b
-    return Condensation(a[keep], b[keep], giant)
-
-
 def largest_component(labels: np.ndarray) -> int:
     """Label of the largest component of per-node labels (positions in id order); ties: smallest member."""
     names, first, size = np.unique(labels, return_index=True, return_counts=True)

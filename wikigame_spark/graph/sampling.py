@@ -187,8 +187,11 @@ def _next_chunk(done: int, distance: np.ndarray, games: int, strata, limit: int)
     return int(min(max(guess, 64), limit - done))
 
 
-def sample_games(nodes: DataFrame, edges: DataFrame, cfg: SampleGamesConfig) -> SampledGames:
-    """``cfg.games`` games on the graph ``nodes``/``edges`` (see the module doc for the rules)."""
+def sample_games(
+    nodes: DataFrame, edges: DataFrame, cfg: SampleGamesConfig, graph_dir: str | None = None
+) -> SampledGames:
+    """``cfg.games`` games on the graph ``nodes``/``edges`` (see the module doc for the rules);
+    ``graph_dir``, the directory they were read from, lets the local method map its files."""
     require_columns(nodes, NODES, "sample_games(nodes)")
     require_columns(edges, [SRC, DST], "sample_games(edges)")
     started = time.perf_counter()
@@ -200,6 +203,7 @@ def sample_games(nodes: DataFrame, edges: DataFrame, cfg: SampleGamesConfig) -> 
         cfg.method,
         cfg.largest_scc,
         cfg.bfs_batch_pairs,
+        graph_dir,
     )
     where = " in the largest strongly connected component" if cfg.largest_scc else ""
     if oracle.num_targets == 0:

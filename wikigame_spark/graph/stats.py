@@ -149,10 +149,11 @@ def components(nodes: DataFrame, edges: DataFrame) -> dict:
     return out
 
 
-def graph_stats(nodes: DataFrame, edges: DataFrame, cfg: GraphStatsConfig) -> dict:
-    """Table 1, components and Figure 1B for a graph; the oracle's method is recorded with the curve."""
+def graph_stats(nodes: DataFrame, edges: DataFrame, cfg: GraphStatsConfig, graph_dir: str | None = None) -> dict:
+    """Table 1, components and Figure 1B for a graph; the oracle's method is recorded with the curve.
+    ``graph_dir``, the directory the tables were read from, lets the local method map its files."""
     stats = {"table1": table1(nodes, edges), "components": components(nodes, edges)}
-    oracle = pair_distances(nodes, edges, None, cfg.method, False, cfg.bfs_batch_pairs)
+    oracle = pair_distances(nodes, edges, None, cfg.method, False, cfg.bfs_batch_pairs, graph_dir)
     distances = random_pair_distances(oracle, cfg.seed, cfg.pairs)
     curve = reach_curve(distances)
     decided = int(np.isin(distances, list(UNREACHABLE_REASONS)).sum())
