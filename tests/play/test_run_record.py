@@ -162,8 +162,7 @@ def test_the_run_record_names_graph_games_agent_model(setup, spark, monkeypatch,
     run = MlflowClient(s["uri"]).get_run(manifest["mlflow_run_id"])
     assert {k: run.data.params[k] for k in record.IDENTITY_PARAMS} == {k: str(v) for k, v in identity.items()}
     m = run.data.metrics
-    assert m[record.PROMPT_TOKENS_TOTAL] == 0 and m[record.COMPLETION_TOKENS_TOTAL] == 0
-    assert record.LLM_LATENCY_MEAN_S not in m  # the embedding agent asks no model server
+    assert not set(record.USAGE_METRICS) & set(m)  # the embedding agent asks no model server: nothing to count
     for chunk in chunk_manifests(out).values():
         assert chunk["made_by"][record.MODEL_DIGEST] == identity[record.MODEL_DIGEST]
         assert chunk["made_by"]["max_steps"] == 100 and chunk["made_by"]["options"]["use_titles"] is False

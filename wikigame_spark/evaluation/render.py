@@ -195,7 +195,8 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         doc.para(
             "What each run played on and with: the graph and games set (URI, SHA-1 of their manifests, "
             "seed, count), the agent's model (name, file digest, LLM engine and chat format), and for "
-            "LLM agents the tokens used and the mean latency of a request. – = not recorded by the run."
+            "LLM agents the tokens used and the mean latency of a request. – = not recorded by the run "
+            "(an agent without a model makes no requests)."
         )
         doc.table(ev.trace)
     if not ev.plumbing.empty:

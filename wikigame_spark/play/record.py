@@ -116,15 +116,16 @@ def play_identity(identity: dict, options: dict, max_steps: int, seed: int) -> d
 
 
 def usage_metrics(plays: pd.DataFrame) -> dict:
-    """Token totals, and the mean seconds per model request when the agent made any."""
-    out = {
+    """Token totals and the mean seconds per model request, when the agent made any requests (an
+    agent without a model has no tokens to count, rather than zero of them)."""
+    queries = int(plays["queries"].sum())
+    if not queries:
+        return {}
+    return {
         PROMPT_TOKENS_TOTAL: int(plays["prompt_tokens"].sum()),
         COMPLETION_TOKENS_TOTAL: int(plays["completion_tokens"].sum()),
+        LLM_LATENCY_MEAN_S: float(plays["seconds"].sum()) / queries,
     }
-    queries = int(plays["queries"].sum())
-    if queries:
-        out[LLM_LATENCY_MEAN_S] = float(plays["seconds"].sum()) / queries
-    return out
 
 
 def sample_routes(plays: pd.DataFrame, nodes: DataFrame, n: int = 20) -> str:
