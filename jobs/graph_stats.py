@@ -26,6 +26,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pairs", type=int, help="random pairs for the reachability curve (default 1000)")
     p.add_argument("--seed", type=int, help="seed of the random pairs (default 0)")
     p.add_argument("--method", choices=["auto", "local", "graphframes"], help="distance method (default auto)")
+    p.add_argument("--cache-dir", help="where the local method's mapped graph files are made (default GRAPH/cache)")
     p.add_argument("--experiment", help="MLflow experiment (default graph_stats)")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace existing statistics")
     p.add_argument("--config", help="YAML settings (default conf/graph_stats.yaml)")

@@ -40,6 +40,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="sources and targets only from the largest strongly connected component (LLM-WikiRace)",
     )
     p.add_argument("--method", choices=["auto", "local", "graphframes"], help="distance method (default auto)")
+    p.add_argument("--cache-dir", help="where the local method's mapped graph files are made (default GRAPH/cache)")
     p.add_argument("--max-draws", type=int, help="give up after this many draws (default 1000 x games + 100000)")
     p.add_argument("--experiment", help="MLflow experiment (default sample_games)")
     p.add_argument("--overwrite", action="store_true", default=None, help="replace existing games")

@@ -310,6 +310,7 @@ class GraphStatsConfig:
     seed: int = 0
     method: str = "auto"
     bfs_batch_pairs: int = 2048
+    cache_dir: str = ""  # default <graph>/cache: where the local method's mapped files are made
     experiment: str = "graph_stats"
     overwrite: bool = False
 
@@ -333,6 +334,7 @@ class SampleGamesConfig:
     largest_scc: bool = False  # sources and targets only from the largest strongly connected component
     method: str = "auto"
     bfs_batch_pairs: int = 2048
+    cache_dir: str = ""  # default <graph>/cache: where the local method's mapped files are made
     max_draws: int = 0  # 0: 1,000 × games + 100,000
     experiment: str = "sample_games"
     overwrite: bool = False

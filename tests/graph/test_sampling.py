@@ -216,3 +216,24 @@ def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spa
     assert m1["discarded"] == m2["discarded"] > 0
     with pytest.raises(FileExistsError):
         job.main([*common, "--output", out2])
+
+
+def test_the_jobs_local_method_makes_the_mapped_files_under_cache_dir(spark, ltg_graph, tmp_path):
+    """--cache-dir (a graph directory that is read-only to this user): the mapped files go there,
+    and the games are those of the stage on collected columns."""
+    from jobs import graph_stats as stats_job
+    from jobs import sample_games as job
+    from wikigame_spark.layout import CacheDir
+
+    cache = str(tmp_path / "cache")
+    out = str(tmp_path / "games")
+    argv = ["--graph", ltg_graph, "--games", "40", "--seed", "4", "--method", "local", "--cache-dir", cache]
+    assert job.main([*argv, "--output", out]) == 0
+    assert os.path.isfile(f"{CacheDir(cache).mapped_graph}/manifest.json")
+    g = frame.read_graph(spark, ltg_graph)
+    collected = sample_games(g.nodes, g.edges, SampleGamesConfig(graph=ltg_graph, games=40, seed=4, method="local"))
+    assert (
+        pd.read_parquet(f"{out}/games").sort_values("game_id").reset_index(drop=True).equals(collected.games.toPandas())
+    )
+    stats_argv = ["--graph", ltg_graph, "--method", "local", "--cache-dir", cache, "--output", str(tmp_path / "stats")]
+    assert stats_job.main([*stats_argv, "--pairs", "50"]) == 0

@@ -122,11 +122,13 @@ def pair_distances(
     largest_scc: bool = False,
     batch_pairs: int = 2048,
     graph_dir: str | None = None,
+    cache_dir: str | None = None,
 ) -> PairDistances:
     """The distance oracle for a graph; ``targets`` (an ``id`` column) restricts target draws.
 
     ``graph_dir``: the graph directory ``nodes`` and ``edges`` were read from; the local method then
-    maps its out-links (see the module doc) instead of collecting the edge columns."""
+    maps its out-links (see the module doc) instead of collecting the edge columns, made under
+    ``cache_dir`` (default: the graph's own cache folder)."""
     require_columns(nodes, [ID], "pair_distances(nodes)")
     require_columns(edges, [SRC, DST], "pair_distances(edges)")
     targets = nodes if targets is None else targets
@@ -141,7 +143,7 @@ def pair_distances(
     else:
         chosen = choose_method(method, 0, 0, 0)
     if chosen == LOCAL:
-        return LocalDistances(nodes, edges, targets, largest_scc, graph_dir)
+        return LocalDistances(nodes, edges, targets, largest_scc, graph_dir, cache_dir)
     return GraphFramesDistances(nodes, edges, targets, largest_scc, batch_pairs)
 
 
@@ -194,7 +196,13 @@ class LocalDistances(PairDistances):
     method = LOCAL
 
     def __init__(
-        self, nodes: DataFrame, edges: DataFrame, targets: DataFrame, largest_scc: bool, graph_dir: str | None
+        self,
+        nodes: DataFrame,
+        edges: DataFrame,
+        targets: DataFrame,
+        largest_scc: bool,
+        graph_dir: str | None,
+        cache_dir: str | None = None,
     ) -> None:
         if graph_dir is None:
             node_ids = _sorted_ids(nodes, "nodes")
@@ -202,7 +210,7 @@ class LocalDistances(PairDistances):
             self.graph = CsrGraph.from_edges(node_ids, src, dst)
             del src, dst
         else:
-            files = MappedGraph(local_folder(ensure_graph(nodes.sparkSession, graph_dir)))
+            files = MappedGraph(local_folder(ensure_graph(nodes.sparkSession, graph_dir, cache_dir)))
             node_ids = np.arange(files.indptr.size - 1, dtype=np.int64)
             n, m = nodes.count(), edges.count()
             if (n, m) != (node_ids.size, files.indices.size):

@@ -204,6 +204,7 @@ def sample_games(
         cfg.largest_scc,
         cfg.bfs_batch_pairs,
         graph_dir,
+        cfg.cache_dir or None,
     )
     where = " in the largest strongly connected component" if cfg.largest_scc else ""
     if oracle.num_targets == 0:

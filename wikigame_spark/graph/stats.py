@@ -153,7 +153,9 @@ def graph_stats(nodes: DataFrame, edges: DataFrame, cfg: GraphStatsConfig, graph
     """Table 1, components and Figure 1B for a graph; the oracle's method is recorded with the curve.
     ``graph_dir``, the directory the tables were read from, lets the local method map its files."""
     stats = {"table1": table1(nodes, edges), "components": components(nodes, edges)}
-    oracle = pair_distances(nodes, edges, None, cfg.method, False, cfg.bfs_batch_pairs, graph_dir)
+    oracle = pair_distances(
+        nodes, edges, None, cfg.method, False, cfg.bfs_batch_pairs, graph_dir, cfg.cache_dir or None
+    )
     distances = random_pair_distances(oracle, cfg.seed, cfg.pairs)
     curve = reach_curve(distances)
     decided = int(np.isin(distances, list(UNREACHABLE_REASONS)).sum())
