@@ -21,7 +21,7 @@ import urllib.parse
 
 import pyarrow.parquet as pq
 import pytest
-from selenium.common.exceptions import NoAlertPresentException, WebDriverException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -94,17 +94,32 @@ def start_playing(driver, srv, name: str) -> None:
     assert driver.find_elements(By.ID, "current-title")
 
 
+def gone(page) -> bool:
+    """Whether the element ``page`` belongs to a document the browser has left. chromedriver reports
+    such an element as stale, or — while the new document loads — with "Node with given id does not
+    belong to the document", which Selenium's ``staleness_of`` does not take for stale."""
+    try:
+        page.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as error:
+        if "does not belong to the document" in (error.msg or ""):
+            return True
+        raise
+    return False
+
+
 def follow(driver, element) -> None:
-    """Click ``element`` and wait until the page it leads to has loaded. chromedriver may report an
-    error for a click whose navigation already replaced the document ("Node with given id does not
-    belong to the document"): the click counts when the old page is gone."""
+    """Click ``element`` and wait until the page it leads to has loaded (the same chromedriver error
+    can come from a click whose navigation has already replaced the document: the click counts when
+    the old page is gone)."""
     page = driver.find_element(By.TAG_NAME, "html")
     try:
         element.click()
-    except WebDriverException as error:
-        if not EC.staleness_of(page)(driver):
-            raise error
-    WebDriverWait(driver, 10).until(EC.staleness_of(page))
+    except WebDriverException:
+        if not gone(page):
+            raise
+    WebDriverWait(driver, 10).until(lambda d: gone(page))
     WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
@@ -331,7 +346,9 @@ def test_time_limit_is_enforced_by_the_server(ltg, driver, tmp_path, env, spark)
         start_playing(driver, srv, "Eve")
         assert driver.find_element(By.ID, "time-left").text in ("0:03", "0:02")
         # the countdown reloads the page at zero; the server has ended the game by then
-        WebDriverWait(driver, 15).until(EC.presence_of_element_located((By.ID, "outcome")))
+        WebDriverWait(driver, 15, ignored_exceptions=(WebDriverException,)).until(
+            EC.presence_of_element_located((By.ID, "outcome"))
+        )
         assert text(driver, "outcome") == "time_limit"
         status, body = post(driver.current_url + "/move", {"step": 1, "node": path[1]})
         assert status == 409 and "limit ran out" in body
@@ -342,7 +359,9 @@ def test_time_limit_is_enforced_by_the_server(ltg, driver, tmp_path, env, spark)
             assert plain.find_elements(By.CSS_SELECTOR, "noscript > meta")  # parsed as markup: scripting is off
             click(plain, path[1])
             assert text(plain, "steps") == "1"
-            WebDriverWait(plain, 15).until(EC.presence_of_element_located((By.ID, "outcome")))
+            WebDriverWait(plain, 15, ignored_exceptions=(WebDriverException,)).until(
+                EC.presence_of_element_located((By.ID, "outcome"))
+            )
             assert text(plain, "outcome") == "time_limit"
         finally:
             plain.quit()
