@@ -18,7 +18,7 @@ advancing one side by one level, gives exactly ``a + b + 1``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -58,21 +58,26 @@ def place(out: np.ndarray, cursor: np.ndarray, rows: np.ndarray, cols: np.ndarra
     cursor[rows[starts]] += runs
 
 
+def compress(counts: np.ndarray, pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """CSR arrays from each row's entry count and the (rows, columns) pairs in bounded chunks, by a
+    counting sort; a row keeps its columns' order."""
+    ptr = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    m = int(ptr[-1])
+    idx = np.empty(m, dtype=np.int32)
+    cursor = ptr[:-1].copy()
+    for rows, cols in pairs:
+        place(idx, cursor, rows, cols)
+    return compact_ptr(ptr, m), idx
+
+
 def transpose(ptr: np.ndarray, idx: np.ndarray, run_edges: int = RUN_EDGES) -> tuple[np.ndarray, np.ndarray]:
     """The CSR of the reversed links, in-neighbours ascending, built in bounded runs of rows."""
-    n, m = ptr.size - 1, idx.size
-    counts = np.zeros(n, dtype=np.int64)
-    for a in range(0, m, run_edges):
-        counts += np.bincount(idx[a : a + run_edges], minlength=n)
-    tptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=tptr[1:])
-    del counts
-    tidx = np.empty(m, dtype=np.int32)
-    cursor = tptr[:-1].copy()
-    for r0, r1 in row_runs(ptr, run_edges):
-        rows = np.repeat(np.arange(r0, r1, dtype=np.int32), np.diff(ptr[r0 : r1 + 1]))
-        place(tidx, cursor, idx[ptr[r0] : ptr[r1]], rows)
-    return compact_ptr(tptr, m), tidx
+    reversed_links = (
+        (idx[ptr[r0] : ptr[r1]], np.repeat(np.arange(r0, r1, dtype=np.int32), np.diff(ptr[r0 : r1 + 1])))
+        for r0, r1 in row_runs(ptr, run_edges)
+    )
+    return compress(np.bincount(idx, minlength=ptr.size - 1), reversed_links)
 
 
 def strong_components(ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -147,13 +152,9 @@ class CsrGraph:
         ``ValueError`` names an edge's node that is not in ``node_ids``."""
         node_ids = np.asarray(node_ids, dtype=np.int64)
         s, d = positions(node_ids, src), positions(node_ids, dst)
-        ptr = np.zeros(node_ids.size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(s, minlength=node_ids.size), out=ptr[1:])
-        idx = np.empty(s.size, dtype=np.int32)
-        cursor = ptr[:-1].copy()
-        for a in range(0, s.size, RUN_EDGES):
-            place(idx, cursor, s[a : a + RUN_EDGES], d[a : a + RUN_EDGES])
-        return cls(node_ids, compact_ptr(ptr, idx.size), idx)
+        chunks = ((s[a : a + RUN_EDGES], d[a : a + RUN_EDGES]) for a in range(0, s.size, RUN_EDGES))
+        ptr, idx = compress(np.bincount(s, minlength=node_ids.size), chunks)
+        return cls(node_ids, ptr, idx)
 
     @property
     def num_nodes(self) -> int:

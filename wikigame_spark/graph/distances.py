@@ -46,14 +46,15 @@ LOCAL = "local"
 GRAPHFRAMES = "graphframes"
 METHODS = ("auto", LOCAL, GRAPHFRAMES)
 RANK = "rank"
-# Peak bytes of the local method on a graph directory, measured with bench/bench_scale.py (1 M nodes,
-# 32 M edges): the mapped out-links resident (4 per edge) and the in-links built from them (4 per
-# edge), per-node arrays (degrees, SCC labels and scipy's work arrays, search marks, the mapped
-# files' builder), and runs of RUN_EDGES edges sorted at a time; rounded up.
+# Peak bytes of the local method on a graph directory, measured with bench/bench_sampling.py's
+# methods local and collected on bench_scale.py's graphs (200 k nodes / 6.4 M edges, 1 M / 32 M):
+# the mapped out-links resident (4 per edge) and the in-links built from them (4 per edge), per-node
+# arrays (degrees, SCC labels and scipy's work arrays, search marks, the mapped files' builder), and
+# runs of RUN_EDGES edges sorted at a time; rounded up.
 LOCAL_BYTES_PER_EDGE = 8
 LOCAL_BYTES_PER_NODE = 128
 LOCAL_BYTES_FIXED = 1 << 29
-# Without a graph directory the edge columns are collected as int64 and de-duplicated first.
+# Without a graph directory the edge columns are collected as int64 before the CSR is built.
 COLLECTED_BYTES_PER_EDGE = 48
 LOCAL_MEMORY_SHARE = 0.5  # of the memory available to the driver process when the method is chosen
 
@@ -210,6 +211,7 @@ class LocalDistances(PairDistances):
             self.graph = CsrGraph.from_edges(node_ids, src, dst)
             del src, dst
         else:
+            # not the per-process cache of mapped_graph: a driver may rebuild the graph between calls
             files = MappedGraph(local_folder(ensure_graph(nodes.sparkSession, graph_dir, cache_dir)))
             node_ids = np.arange(files.indptr.size - 1, dtype=np.int64)
             n, m = nodes.count(), edges.count()
