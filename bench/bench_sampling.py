@@ -1,7 +1,7 @@
 """Benchmark: exact game sampling on generated scale-free directed graphs, every distance method.
 
     python bench/bench_sampling.py [--sizes 100000:1000000,1000000:34000000] [--games 10000]
-        [--distributed-games 1600] [--methods collected,graphframes,shortest-paths,components,python]
+        [--distributed-games 1600] [--methods collected,graphframes,searches,shortest-paths,components,python]
         [--out out/bench]
 
 Each graph (power-law in- and out-degrees, 8 % of nodes without in-links, 0.5 % without out-links,
@@ -14,9 +14,13 @@ plus Spark's JVM) is its own:
 - ``collected``: the same method on the edge columns collected into the process (the path taken
   without a graph directory, and the only one before the mapped files): the reference for memory;
 - ``graphframes``: ``sample_games`` with the GraphFrames method (degrees and SCCs by GraphFrames,
-  searches by the bit-parallel bidirectional BFS on GraphFrames' Pregel of
+  searches by the multi-pair bidirectional BFS on GraphFrames' Pregel of
   ``wikigame_spark.graph.bfs``), ``--distributed-games`` games: the same draws as the local run's
   first games;
+- ``searches``: the ``graphframes`` method's search alone (``wikigame_spark.graph.bfs`` on
+  GraphFrames' Pregel) and the hand-written DataFrame BFS it replaced (``bench/dataframe_bfs.py``,
+  the reference), each in its own process on the same ``--search-pairs`` pairs (the local games'
+  first), both checked against the local method's distances; prints the ratio of their pairs/s;
 - ``shortest-paths``: GraphFrames' ``shortestPaths`` with a batch of the games' targets as landmarks;
 - ``components``: GraphFrames' strongly and weakly connected components, timed;
 - ``python``: a per-pair breadth-first search in plain Python, the paper's way, on a few games.
@@ -208,6 +212,32 @@ def step_sample(graph: str, method: str, games: int, games_out: str) -> dict:
     }
 
 
+def step_search(graph: str, engine: str, games_in: str, pairs: int) -> dict:
+    """One distributed search engine on the local games' first ``pairs`` (source, target) pairs."""
+    import pandas as pd
+
+    from bench.dataframe_bfs import DataFrameSearch
+    from wikigame_spark.config import SampleGamesConfig
+    from wikigame_spark.graph import frame
+    from wikigame_spark.graph.bfs import PregelSearch
+
+    spark = _session()
+    g = frame.read_graph(spark, graph)
+    games = pd.read_parquet(games_in).head(pairs)
+    engines = {"pregel": PregelSearch, "dataframe": DataFrameSearch}
+    batch = SampleGamesConfig(graph=graph).bfs_batch_pairs
+    t0 = time.perf_counter()
+    found = engines[engine](g.nodes, g.edges, batch).distances(games["source"].to_numpy(), games["target"].to_numpy())
+    elapsed = time.perf_counter() - t0
+    return {
+        "engine": engine,
+        "pairs": len(games),
+        "search_s": round(elapsed, 1),
+        "pairs_per_s": round(len(games) / elapsed, 2),
+        "agrees_with_local": bool(np.array_equal(found, games["optimal_steps"].to_numpy())),
+    }
+
+
 def step_components(graph: str) -> dict:
     from wikigame_spark.graph import frame
 
@@ -322,6 +352,20 @@ def bench_size(out: str, n: int, m: int, a: argparse.Namespace) -> dict:
             report[method]["games_identical_to_local"] = same_games(games["local"], games[method])
         elif method == "components":
             report[method] = run_measured(["--graph", graph, "--step", method])
+        elif method == "searches":
+            args = [
+                "--graph",
+                graph,
+                "--step",
+                "search",
+                "--games-file",
+                games["local"],
+                "--pairs",
+                str(a.search_pairs),
+            ]
+            runs = {engine: run_measured([*args, "--method", engine]) for engine in ("dataframe", "pregel")}
+            ratio = runs["pregel"]["pairs_per_s"] / runs["dataframe"]["pairs_per_s"]
+            report[method] = {**runs, "pregel_vs_dataframe": round(ratio, 2)}
         else:
             pairs = a.landmarks if method == "shortest-paths" else a.python_pairs
             args = ["--graph", graph, "--step", method, "--games-file", games["local"], "--pairs", str(pairs)]
@@ -333,12 +377,13 @@ def bench_size(out: str, n: int, m: int, a: argparse.Namespace) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="100000:1000000,1000000:34000000", help="NODES:EDGES,…")
-    p.add_argument("--methods", default="collected,graphframes,shortest-paths,components,python")
+    p.add_argument("--methods", default="collected,graphframes,searches,shortest-paths,components,python")
     p.add_argument("--games", type=int, default=10_000)
     # 1,600 games: a first chunk of ~2,000 reachable draws, one batch of the searches (bfs_batch_pairs)
     p.add_argument("--distributed-games", type=int, default=1600)
     p.add_argument("--landmarks", type=int, default=64, help="shortest-paths: games whose targets are landmarks")
     p.add_argument("--python-pairs", type=int, default=5)
+    p.add_argument("--search-pairs", type=int, default=2000, help="searches: pairs given to both engines")
     p.add_argument("--out", default=os.path.join(ROOT, "out", "bench"))
     p.add_argument("--step", help=argparse.SUPPRESS)
     p.add_argument("--graph", help=argparse.SUPPRESS)
@@ -350,6 +395,7 @@ def main() -> None:
     steps = {
         "sample": lambda: step_sample(a.graph, a.method, a.games, a.games_file),
         "components": lambda: step_components(a.graph),
+        "search": lambda: step_search(a.graph, a.method, a.games_file, a.pairs),
         "shortest-paths": lambda: step_shortest_paths(a.graph, a.games_file, a.pairs),
         "python": lambda: step_python(a.graph, a.games_file, a.pairs),
     }

@@ -1,4 +1,4 @@
-"""The graphframes method's search: bit-parallel bidirectional BFS on GraphFrames' Pregel, against a plain BFS."""
+"""The graphframes method's search: multi-pair bidirectional BFS on GraphFrames' Pregel, against a plain BFS."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ def test_union_graph_pairs_match_plain_bfs(spark, union_dir):
     inside = [(s, t) for s in nodes for t in nodes if s != t and family[s] == family[t]]
     across = [(s, t) for s in nodes[::5] for t in nodes[::7] if family[s] != family[t]][:40]
     pairs = inside + across
-    search = bfs.PregelSearch(g.nodes, g.edges, batch_pairs=192)  # two batches of three words
+    search = bfs.PregelSearch(g.nodes, g.edges, batch_pairs=192)  # two batches
     assert len(pairs) > 192
     got = search.distances(np.array([s for s, _ in pairs]), np.array([t for _, t in pairs]))
     plain = adjacency_of(edges)
     want = [plain_bfs(plain, s, t) for s, t in pairs]
     assert [d if d != NO_PATH else None for d in got.tolist()] == want
-    assert max(w for w in want if w is not None) >= 6  # odd and even lengths, up to the first run's last
+    assert max(w for w in want if w is not None) >= 6  # odd and even lengths, past the first run
     assert search.distances(np.array([nodes[0]]), np.array([nodes[0]])).tolist() == [0]

@@ -1,37 +1,32 @@
-"""Distributed exact distances: bit-parallel bidirectional BFS for many pairs at once, on GraphFrames' Pregel.
+"""Distributed exact distances: many pairs' bidirectional searches at once, on GraphFrames' Pregel.
 
-A batch of up to ``batch_pairs`` (source, target) pairs is searched together, one bit per pair.
-Every vertex holds, as arrays of longs, the bits of the pairs whose forward search (from the source,
-along out-links) has reached it, those whose backward search (from the target, against in-links)
-has, and the bits each search added in the last superstep (its frontier). The edge list is doubled
-(each link once forward, once reversed with a direction flag), so every message needs only its
-sender's state: Pregel joins only the vertices that have a frontier with the edges (no second join
-for the receiver) and ORs the messages per receiving vertex. One superstep advances both searches of
-every pair of the batch by one level: bit operations on a few longs per vertex in place of one row
-per pair and node, so the cost of a superstep grows slowly with the batch and Spark's per-job
-overhead is shared by all its pairs. It replaced a hand-written multi-pair BFS on DataFrames (one
-row per pair and frontier node), measured on the same draws with identical games (README,
-Benchmarks: 1.07× its pairs/s at 100 k nodes, 2,000 pairs in one batch; the issue's bar of 2× was
-not reached). GraphFrames' ``shortestPaths`` with the targets as landmarks was slower still: it
-explores the whole graph from every landmark and keeps a map of all of them at every vertex.
+A batch of up to ``batch_pairs`` (source, target) pairs is searched together. Every vertex holds,
+as arrays of pair numbers, the pairs whose forward search (from the source, along out-links) has
+seen it and those whose backward search (from the target, against in-links) has, and each search's
+frontier there. The edge list is doubled (each link once forward, once reversed with a direction
+flag), so a message needs only its sender's frontier: Pregel joins only the vertices with a
+frontier to the edges and skips its second join.
 
-The state of a vertex is one struct of long arrays, updated by one higher-order expression per
-superstep (Spark evaluates those without code generation, so computing the words once and binding
-them as a lambda argument matters), and Pregel takes a local checkpoint every superstep (without
-one GraphFrames' Pregel unpersists its own last result, and every later query recomputes all
-supersteps).
+Each superstep advances, per pair, the side whose frontier has fewer links to follow, or both while
+both have few (``BOTH_SIDES_MAX_LINKS``): on a scale-free graph the side with the hub is left alone,
+as the local method does. Sides are chosen in the driver from each frontier's summed degree, before
+each Pregel run, for all the supersteps of the run (the first run has two, predicting the cost of the
+second from the mean degree; later runs one, with the measured costs, and the last few pairs three).
+A pair that touches before its run ends keeps advancing until the run ends; only its first touch
+counts.
 
-Exactness: after ``k`` supersteps without the two searches of a pair touching, its distance ``L``
-is more than ``2k − 2`` (both have settled depth ``k − 1``). In superstep ``k`` they first touch at a
-vertex either newly reached by one search and seen before by the other — a walk of length at most
-``2k − 1``, so ``L = 2k − 1`` — or newly reached by both — ``2k``. Each vertex records such bits
-with their superstep, and a pair's distance is the smallest length recorded for it. A pair whose
-forward or backward frontier empties before they touch has no path.
+Exactness: the first superstep in which a pair's searches touch gives its distance. A vertex newly
+reached by one search that the other had seen before closes a walk of ``df + db`` links (the
+depths after the superstep), or ``df + db − 1`` when both sides advanced in that superstep, since then
+the other side's mark is a level older; a vertex newly reached by both in the same superstep closes
+``df + db``. No shorter path exists, or the searches would have touched a superstep earlier. A side
+whose frontier has no links left to follow, before the searches touched, has seen everything its end
+reaches: no path.
 
-The search runs in rounds of a few supersteps (one Pregel run each: the first covers distances up
-to 6, where most pairs of a Wikipedia-like graph lie); between rounds the pairs already answered
-are cleared from the frontiers. Only per-pair answers (OR-ed bits per word and superstep) come back
-to the driver; the edge list stays in the cluster.
+Measured against a bit-parallel search on the same Pregel (one bit per pair in arrays of longs, both
+sides every superstep) and the hand-written DataFrame BFS it replaced, on the same 2,000 pairs
+(README, Benchmarks): the bit-parallel search moved most of the graph's links with 32 longs each
+once the union of 2,000 frontiers covered it; this one moves each pair's own frontier.
 """
 
 from __future__ import annotations
@@ -44,34 +39,47 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from wikigame_spark.graph.frame import IN_DEGREE, OUT_DEGREE, degrees
 from wikigame_spark.graph.reach import NO_PATH
 from wikigame_spark.schemas import DST, ID, SRC
 
 log = logging.getLogger(__name__)
 
-WORD = 64
 FORWARD, BACKWARD = 0, 1
-# Supersteps of the first Pregel runs; each further run is one superstep. Every run pays for
-# partitioning the edges once, so the first covers most distances (≤ 6) at once.
-ROUNDS = (3, 2)
+# While both frontiers of a pair have at most this many links, both advance in one superstep.
+BOTH_SIDES_MAX_LINKS = 10_000
+# Supersteps of a Pregel run: the first run two, later runs one, each planned with the frontier
+# costs measured before it; once at most TAIL_PAIRS pairs are open (long distances, small frontiers,
+# where a run's fixed cost dominates) runs are TAIL_RUN supersteps.
+FIRST_RUN, TAIL_RUN, TAIL_PAIRS = 2, 3, 64
+# Plan codes: which sides of a pair advance in a superstep.
+_NONE, _F, _B, _BOTH = 0, 1, 2, 3
+_INTS = "array<int>"
+# A run's input columns: seen and frontier pairs per side (Pregel's own columns are sf, sb, ff, fb).
+_STATE = ("seen_f", "seen_b", "front_f", "front_b")
 _DIR = "direction"
-_INIT = "init"
-_SEEN_F, _SEEN_B, _FRESH_F, _FRESH_B = "seen_f", "seen_b", "fresh_f", "fresh_b"
-_ANY_F, _ANY_B = "any_f", "any_b"
-_STEP, _MET, _V = "step", "met", "v"
-_MET_TYPE = "array<struct<step:int,odd:array<bigint>,even:array<bigint>>>"
+# Touch records: pair * _CODE + 2 * superstep + (1 if the vertex is new to both sides).
+_CODE = 2 * max(FIRST_RUN, TAIL_RUN)
 
 
 class PregelSearch:
-    """Exact distances between nodes of one graph (``vertices``: ``id``; ``edges``: ``src, dst``)."""
+    """Exact distances between nodes of one graph (``vertices``: ``id``; ``edges``: ``src, dst``).
 
-    def __init__(self, vertices: DataFrame, edges: DataFrame, batch_pairs: int) -> None:
+    ``node_degrees`` (``id, in_degree, out_degree``) is computed when not given.
+    """
+
+    def __init__(
+        self, vertices: DataFrame, edges: DataFrame, batch_pairs: int, node_degrees: DataFrame | None = None
+    ) -> None:
         level = StorageLevel.MEMORY_AND_DISK
-        self.vertices = vertices.select(ID).persist(level)
+        if node_degrees is None:
+            node_degrees = degrees(vertices, edges)
+        self.vertices = node_degrees.select(ID, IN_DEGREE, OUT_DEGREE).persist(level)
         links = edges.select(SRC, DST)
         reversed_links = links.select(F.col(DST).alias(SRC), F.col(SRC).alias(DST), F.lit(BACKWARD).alias(_DIR))
         self.edges = links.withColumn(_DIR, F.lit(FORWARD)).unionByName(reversed_links).persist(level)
-        self.words = max(1, batch_pairs // WORD)
+        self.batch_pairs = batch_pairs
+        self._growth: float | None = None
 
     def distances(self, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """int32 shortest path lengths (``NO_PATH`` if none) for pairs of node ids."""
@@ -79,216 +87,175 @@ class PregelSearch:
         targets = np.asarray(targets, dtype=np.int64)
         out = np.zeros(sources.size, dtype=np.int32)
         todo = np.flatnonzero(sources != targets)
-        size = WORD * self.words
-        for start in range(0, todo.size, size):
-            part = todo[start : start + size]
+        for start in range(0, todo.size, self.batch_pairs):
+            part = todo[start : start + self.batch_pairs]
             out[part] = self._batch(sources[part], targets[part])
-            log.info("pregel bfs: %d of %d pairs", min(start + size, todo.size), todo.size)
+            log.info("pregel bfs: %d of %d pairs", min(start + self.batch_pairs, todo.size), todo.size)
         return out
 
+    def growth(self) -> float:
+        """Mean degree: the predicted factor by which a frontier's links grow in one superstep."""
+        if self._growth is None:
+            row = self.vertices.agg(F.count("*").alias("n"), F.sum(OUT_DEGREE).alias("m")).first()
+            self._growth = max(1.0, float(row["m"] or 0) / max(1, row["n"]))
+        return self._growth
+
     def _batch(self, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        from graphframes import GraphFrame
-
-        words = (sources.size + WORD - 1) // WORD
-        spark = self.vertices.sparkSession
-        state = self.vertices
-        for side, ends in (("f", sources), ("b", targets)):
-            ids, masks = _masks(ends, words)
-            bits = spark.createDataFrame(pd.DataFrame({ID: ids, side: list(masks)}), f"{ID} long, {side} array<long>")
-            state = state.join(F.broadcast(bits), ID, "left")
-        zeros = _zeros(words)
-        f, b = F.coalesce("f", zeros), F.coalesce("b", zeros)
-        # A run's input: each search's seen and frontier bits where the previous run left them
-        # (null at vertices no search has reached).
-        start = F.struct(f.alias(_SEEN_F), b.alias(_SEEN_B), f.alias(_FRESH_F), b.alias(_FRESH_B))
-        state = state.select(ID, F.when(F.col("f").isNotNull() | F.col("b").isNotNull(), start).alias(_INIT))
-        distance = np.full(sources.size, NO_PATH, dtype=np.int32)
-        open_ = np.ones(sources.size, dtype=bool)
-        step, runs = 0, 0
+        pairs = sources.size
+        state = _start(self.vertices, sources, targets)
+        depth = np.zeros(pairs, dtype=np.int32)  # links both searches of a pair have advanced
+        distance = np.full(pairs, NO_PATH, dtype=np.int32)
+        open_ = np.ones(pairs, dtype=bool)
+        supersteps = FIRST_RUN
         while True:
-            supersteps = ROUNDS[runs] if runs < len(ROUNDS) else 1
-            runs += 1
-            result = _run(GraphFrame(state, self.edges), words, step, supersteps)
-            step += supersteps
-            found = _met(result, words, sources.size)
-            newly = open_ & (found > 0)
-            distance[newly] = found[newly]
-            open_ &= ~newly
-            if open_.any():
-                # A pair with an empty frontier on either side that never touched has no path.
-                open_ &= _unpack(_frontier_bits(result, words), sources.size)
-            log.debug("pregel bfs: %d supersteps, %d pairs open", step, int(open_.sum()))
+            cost = _frontier_links(state, pairs)
+            # a side with no links left to follow has seen all its end reaches, and no touch: no path
+            open_ &= (cost[FORWARD] > 0) & (cost[BACKWARD] > 0)
             if not open_.any():
-                result.unpersist()
+                state.unpersist()
                 return distance
-            keep = F.array(*[F.lit(x) for x in _pack(open_, words)])
-            state = result.select(
-                ID,
-                F.struct(
-                    F.col(_V)[_SEEN_F].alias(_SEEN_F),
-                    F.col(_V)[_SEEN_B].alias(_SEEN_B),
-                    _and(F.col(_V)[_FRESH_F], keep).alias(_FRESH_F),
-                    _and(F.col(_V)[_FRESH_B], keep).alias(_FRESH_B),
-                ).alias(_INIT),
-            ).localCheckpoint()
+            plan = _plan(cost, open_, supersteps, self.growth())
+            result = _run(state, self.edges, plan, open_)
+            advanced = np.cumsum((plan == _F) + (plan == _B) + 2 * (plan == _BOTH), axis=0, dtype=np.int32)
+            for pair, step, both_new in _touches(result):
+                if open_[pair]:
+                    older = plan[step, pair] == _BOTH and not both_new
+                    distance[pair] = depth[pair] + advanced[step, pair] - older
+                    open_[pair] = False
+            depth += advanced[-1]
+            state.unpersist()
+            after = [F.col(c).alias(name) for c, name in zip(("sf", "sb", "ff", "fb"), _STATE)]
+            state = result.select(ID, IN_DEGREE, OUT_DEGREE, *after).localCheckpoint()
             result.unpersist()
+            log.debug("pregel bfs: %d pairs open", int(open_.sum()))
+            supersteps = 1 if open_.sum() > TAIL_PAIRS else TAIL_RUN
 
 
-def _run(g, words: int, step: int, supersteps: int) -> DataFrame:
-    """``supersteps`` supersteps after ``step``. Each vertex holds one struct ``v``: the seen and fresh
-    bits of both searches, whether it has fresh bits, and ``met`` entries ``(step, odd, even)``: per
-    word, the bits of the pairs whose searches touched there at length ``2·step − 1`` or ``2·step``."""
+def _start(vertices: DataFrame, sources: np.ndarray, targets: np.ndarray) -> DataFrame:
+    """Every vertex with its degrees; each pair's source and target seen and on its frontier."""
+    pairs = sources.size
+    ends = pd.DataFrame(
+        {
+            ID: np.concatenate([sources, targets]),
+            "p": np.tile(np.arange(pairs, dtype=np.int32), 2),
+            "side": np.repeat(np.array([FORWARD, BACKWARD], dtype=np.int32), pairs),
+        }
+    )
+    spark = vertices.sparkSession
+    marks = (
+        spark.createDataFrame(ends, f"{ID} long, p int, side int")
+        .groupBy(ID)
+        .agg(
+            F.collect_list(F.when(F.col("side") == FORWARD, F.col("p"))).alias("f"),
+            F.collect_list(F.when(F.col("side") == BACKWARD, F.col("p"))).alias("b"),
+        )
+    )
+    empty = F.array().cast(_INTS)
+    f, b = F.coalesce("f", empty), F.coalesce("b", empty)
+    return (
+        vertices.join(F.broadcast(marks), ID, "left")
+        .select(ID, IN_DEGREE, OUT_DEGREE, *[x.alias(name) for x, name in zip((f, b, f, b), _STATE)])
+        .localCheckpoint()
+    )
+
+
+def _frontier_links(state: DataFrame, pairs: int) -> np.ndarray:
+    """Per side and pair, the links its frontier would follow (out-links forward, in-links backward)."""
+    per_side = [
+        state.select(F.explode(frontier).alias("p"), F.lit(side).alias("side"), F.col(degree).alias("links"))
+        for frontier, side, degree in (("front_f", FORWARD, OUT_DEGREE), ("front_b", BACKWARD, IN_DEGREE))
+    ]
+    rows = per_side[0].unionByName(per_side[1]).groupBy("side", "p").agg(F.sum("links").alias("links")).toPandas()
+    cost = np.zeros((2, pairs), dtype=np.float64)
+    cost[rows["side"].to_numpy(), rows["p"].to_numpy()] = rows["links"].to_numpy()
+    return cost
+
+
+def _plan(cost: np.ndarray, open_: np.ndarray, supersteps: int, growth: float) -> np.ndarray:
+    """Per superstep and pair, the sides that advance; after the first, costs grow by ``growth``."""
+    cost = cost.copy()
+    plan = np.zeros((supersteps, cost.shape[1]), dtype=np.int8)
+    for step in range(supersteps):
+        both = np.maximum(cost[FORWARD], cost[BACKWARD]) <= BOTH_SIDES_MAX_LINKS
+        forward = both | (cost[FORWARD] <= cost[BACKWARD])
+        backward = both | ~forward
+        plan[step] = np.where(open_, forward * _F + backward * _B, _NONE)
+        cost[FORWARD] *= np.where(forward, growth, 1.0)
+        cost[BACKWARD] *= np.where(backward, growth, 1.0)
+    return plan
+
+
+def _ints(values: np.ndarray) -> Column:
+    """A constant int array: one literal JSON string, folded once (not an expression per element)."""
+    return F.from_json(F.lit("[" + ",".join(map(str, values.tolist())) + "]"), _INTS)
+
+
+def _run(state: DataFrame, edges: DataFrame, plan: np.ndarray, open_: np.ndarray) -> DataFrame:
+    """One Pregel run of ``len(plan)`` supersteps. Vertex columns: ``sf``/``sb`` seen, ``ff``/``fb``
+    frontiers, ``t`` touch records, ``k`` the superstep within the run."""
+    from graphframes import GraphFrame
     from graphframes.lib import Pregel
 
-    msg, v = Pregel.msg(), F.col(_V)
-    zero, zeros = F.lit(0).cast("long"), _zeros(words)
-    none = F.lit(None).cast("array<bigint>")
+    pairs = plan.shape[1]
+    code, keep = _ints(plan.ravel()), _ints(open_.astype(np.int8))
+    empty = F.array().cast(_INTS)
+
+    def moves(p: Column, step: Column, side: int) -> Column:
+        return F.get(code, step * pairs + p).isin(side, _BOTH)
+
+    def advance(frontier: str, side: int, new: Column) -> Column:
+        # the pairs that did not advance this side keep its frontier
+        return F.concat(F.filter(frontier, lambda p: ~moves(p, k, side)), new)
+
+    def start(column: str) -> Column:
+        return F.filter(column, lambda p: F.get(keep, p) == 1)
+
+    msg, src, k = Pregel.msg(), Pregel.src, F.col("k")
     forward = Pregel.edge(_DIR) == FORWARD
-    # forward links carry the sender's new forward bits, reversed links its new backward bits
-    send = F.when(
-        forward & Pregel.src(_V)[_ANY_F], F.struct(Pregel.src(_V)[_FRESH_F].alias("f"), none.alias("b"))
-    ).when(~forward & Pregel.src(_V)[_ANY_B], F.struct(none.alias("f"), Pregel.src(_V)[_FRESH_B].alias("b")))
+    out_f = F.filter(src("ff"), lambda p: moves(p, src("k"), _F))
+    out_b = F.filter(src("fb"), lambda p: moves(p, src("k"), _B))
+    none = F.lit(None).cast(_INTS)
+    send = F.when(forward & (F.size(out_f) > 0), F.struct(out_f.alias("f"), none.alias("b"))).when(
+        ~forward & (F.size(out_b) > 0), F.struct(none.alias("f"), out_b.alias("b"))
+    )
     merged = F.struct(
-        F.array(*[F.bit_or(msg["f"][i]) for i in range(words)]).alias("f"),
-        F.array(*[F.bit_or(msg["b"][i]) for i in range(words)]).alias("b"),
+        F.array_distinct(F.flatten(F.collect_list(msg["f"]))).alias("f"),
+        F.array_distinct(F.flatten(F.collect_list(msg["b"]))).alias("b"),
     )
-
-    def word(i: Column) -> Column:
-        # word i after the superstep, from the bits that arrived and those seen before
-        got_f, got_b = F.coalesce(msg["f"][i], zero), F.coalesce(msg["b"][i], zero)
-        seen_f, seen_b = v[_SEEN_F][i], v[_SEEN_B][i]
-        new_f, new_b = got_f.bitwiseAND(F.bitwise_not(seen_f)), got_b.bitwiseAND(F.bitwise_not(seen_b))
-        odd = new_f.bitwiseAND(seen_b).bitwiseOR(seen_f.bitwiseAND(new_b))
-        return F.struct(
-            seen_f.bitwiseOR(got_f).alias(_SEEN_F),
-            seen_b.bitwiseOR(got_b).alias(_SEEN_B),
-            new_f.alias(_FRESH_F),
-            new_b.alias(_FRESH_B),
-            odd.alias("odd"),
-            new_f.bitwiseAND(new_b).bitwiseAND(F.bitwise_not(odd)).alias("even"),
-        )
-
-    def state(w: Column) -> Column:
-        # the new ``v`` from the words; computed once per vertex (bound as a lambda argument)
-        field = lambda name: F.transform(w, lambda x: x[name])  # noqa: E731
-        touched = F.struct((v[_STEP] + 1).alias("step"), field("odd").alias("odd"), field("even").alias("even"))
-        return F.struct(
-            field(_SEEN_F).alias(_SEEN_F),
-            field(_SEEN_B).alias(_SEEN_B),
-            field(_FRESH_F).alias(_FRESH_F),
-            field(_FRESH_B).alias(_FRESH_B),
-            F.exists(w, lambda x: x[_FRESH_F] != 0).alias(_ANY_F),
-            F.exists(w, lambda x: x[_FRESH_B] != 0).alias(_ANY_B),
-            F.when(F.exists(w, lambda x: (x["odd"] != 0) | (x["even"] != 0)), F.concat(v[_MET], F.array(touched)))
-            .otherwise(v[_MET])
-            .alias(_MET),
-            (v[_STEP] + 1).alias(_STEP),
-        )
-
-    words_after = F.transform(F.sequence(F.lit(0), F.lit(words - 1)), word)
-    quiet = F.struct(
-        v[_SEEN_F],
-        v[_SEEN_B],
-        zeros.alias(_FRESH_F),
-        zeros.alias(_FRESH_B),
-        F.lit(False).alias(_ANY_F),
-        F.lit(False).alias(_ANY_B),
-        v[_MET],
-        (v[_STEP] + 1).alias(_STEP),
+    new_f = F.array_except(F.coalesce(msg["f"], empty), F.col("sf"))
+    new_b = F.array_except(F.coalesce(msg["b"], empty), F.col("sb"))
+    one_new = F.array_union(F.array_intersect(new_f, F.col("sb")), F.array_intersect(new_b, F.col("sf")))
+    touched = F.concat(
+        F.col("t"),
+        F.transform(one_new, lambda p: p * _CODE + 2 * k),
+        F.transform(F.array_intersect(new_f, new_b), lambda p: p * _CODE + 2 * k + 1),
     )
-    update = F.when(msg.isNull(), quiet).otherwise(
-        F.aggregate(F.array(F.lit(0)), words_after, lambda acc, _: acc, state)
-    )
-    init = F.col(_INIT)
-    start = F.struct(
-        F.coalesce(init[_SEEN_F], zeros).alias(_SEEN_F),
-        F.coalesce(init[_SEEN_B], zeros).alias(_SEEN_B),
-        F.coalesce(init[_FRESH_F], zeros).alias(_FRESH_F),
-        F.coalesce(init[_FRESH_B], zeros).alias(_FRESH_B),
-        F.coalesce(_nonzero(init[_FRESH_F]), F.lit(False)).alias(_ANY_F),
-        F.coalesce(_nonzero(init[_FRESH_B]), F.lit(False)).alias(_ANY_B),
-        F.array().cast(_MET_TYPE).alias(_MET),
-        F.lit(step).alias(_STEP),
-    )
+    # GraphFrames resolves a column name in an update to the update listed before it, if any: each
+    # update below reads only its own column and columns updated after it (``sf``, ``sb``, ``k`` last).
     return (
-        g.pregel.setMaxIter(supersteps)
-        .setCheckpointInterval(1)  # a local checkpoint every superstep keeps each plan short
+        GraphFrame(state, edges)
+        .pregel.setMaxIter(plan.shape[0])
+        .setCheckpointInterval(1)  # a local checkpoint every superstep: Pregel unpersists its own result
         .setUseLocalCheckpoints(True)
         .setSkipMessagesFromNonActiveVertices(True)
-        .setInitialActiveVertexExpression(F.coalesce(_nonzero(init[_FRESH_F]) | _nonzero(init[_FRESH_B]), F.lit(False)))
-        # a vertex that received bits may have new ones; one that sends checks ``any_f``/``any_b``
-        .setUpdateActiveVertexExpression(msg.isNotNull())
-        .required_src_columns(_V)
+        .setInitialActiveVertexExpression((F.size("front_f") > 0) | (F.size("front_b") > 0))
+        .setUpdateActiveVertexExpression(msg.isNotNull() | (F.size("ff") > 0) | (F.size("fb") > 0))
+        .required_src_columns("ff", "fb", "k")
         .sendMsgToDst(send)
         .aggMsgs(merged)
-        .withVertexColumn(_V, start, update)
+        .withVertexColumn("ff", start("front_f"), advance("ff", _F, new_f))
+        .withVertexColumn("fb", start("front_b"), advance("fb", _B, new_b))
+        .withVertexColumn("t", empty, touched)
+        .withVertexColumn("sf", F.col("seen_f"), F.concat("sf", new_f))
+        .withVertexColumn("sb", F.col("seen_b"), F.concat("sb", new_b))
+        .withVertexColumn("k", F.lit(0), k + 1)
         .run()
     )
 
 
-def _met(result: DataFrame, words: int, pairs: int) -> np.ndarray:
-    """Per pair, the smallest length at which its searches touched in this run (0: they did not)."""
-    rows = (
-        result.select(F.explode(f"{_V}.{_MET}").alias("m"))
-        .select("m.step", F.posexplode(F.arrays_zip("m.odd", "m.even")).alias("w", "x"))
-        .groupBy("step", "w")
-        .agg(F.bit_or("x.odd").alias("odd"), F.bit_or("x.even").alias("even"))
-        .collect()
-    )
-    found = np.zeros(pairs, dtype=np.int32)
-    # longest first, so that each pair keeps its shortest length
-    for step, w, odd, even in sorted(rows, key=lambda r: -r["step"]):
-        for bits, length in ((even, 2 * step), (odd, 2 * step - 1)):
-            word = np.zeros(words, dtype=np.int64)
-            word[w] = bits
-            found[_unpack(word, pairs)] = length
-    return found
-
-
-def _frontier_bits(result: DataFrame, words: int) -> np.ndarray:
-    """Per word, the bits of the pairs whose forward and backward frontiers are both non-empty."""
-    f, b = (
-        result.select(F.posexplode(F.arrays_zip(f"{_V}.{_FRESH_F}", f"{_V}.{_FRESH_B}")).alias("w", "x"))
-        .groupBy("w")
-        .agg(F.bit_or(f"x.{_FRESH_F}").alias("f"), F.bit_or(f"x.{_FRESH_B}").alias("b"))
-        .toPandas()
-        .set_index("w")
-        .reindex(range(words), fill_value=0)[["f", "b"]]
-        .to_numpy(np.int64)
-        .T
-    )
-    return f & b
-
-
-def _masks(ids: np.ndarray, words: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct ids and, per id, ``words`` longs: bit ``j % 64`` of word ``j // 64`` set for each pair ``j`` there."""
-    j = np.arange(ids.size)
-    table = pd.DataFrame({ID: ids, "w": j // WORD, "bit": np.uint64(1) << (j % WORD).astype(np.uint64)})
-    by = table.groupby([ID, "w"])["bit"].agg(np.bitwise_or.reduce).unstack("w", fill_value=np.uint64(0))
-    by = by.reindex(columns=range(words), fill_value=np.uint64(0))
-    return by.index.to_numpy(np.int64), by.to_numpy(np.uint64).view(np.int64)
-
-
-def _pack(flags: np.ndarray, words: int) -> list[int]:
-    """Booleans per pair as ``words`` signed longs (pair ``j`` = bit ``j % 64`` of word ``j // 64``)."""
-    padded = np.zeros(words * WORD, dtype=bool)
-    padded[: flags.size] = flags
-    return [int(x) for x in np.packbits(padded.reshape(words, WORD), axis=1, bitorder="little").view(np.int64).ravel()]
-
-
-def _unpack(words: np.ndarray, pairs: int) -> np.ndarray:
-    """The inverse of :func:`_pack`: a boolean per pair."""
-    raw = np.asarray(words, dtype=np.int64).astype("<i8").view(np.uint8)
-    return np.unpackbits(raw, bitorder="little")[:pairs].astype(bool)
-
-
-def _zeros(words: int) -> Column:
-    return F.array_repeat(F.lit(0).cast("long"), words)
-
-
-def _nonzero(bits: Column) -> Column:
-    return F.exists(bits, lambda x: x != 0)
-
-
-def _and(a: Column, b: Column) -> Column:
-    return F.zip_with(a, b, lambda x, y: x.bitwiseAND(y))
+def _touches(result: DataFrame) -> list[tuple[int, int, bool]]:
+    """``(pair, superstep, new to both)`` of each pair's first touching superstep, odd kinds first."""
+    codes = np.array([r[0] for r in result.select(F.explode("t")).distinct().collect()], dtype=np.int64)
+    table = pd.DataFrame({"pair": codes // _CODE, "step": codes % _CODE // 2, "both_new": codes % 2 == 1})
+    first = table.sort_values(["pair", "step", "both_new"]).drop_duplicates("pair")
+    return list(first.itertuples(index=False, name=None))

@@ -9,7 +9,7 @@ their condensation (:mod:`wikigame_spark.graph.reach`); only reachable pairs are
   Given the graph directory the tables were read from, its out-links are the play stage's mapped
   int32 files (:mod:`wikigame_spark.graph.mapped`, built once per build of the graph), not a copy.
 - ``graphframes``: degrees and SCCs by GraphFrames, the condensation in the driver, searches by a
-  bit-parallel bidirectional BFS on GraphFrames' Pregel (:mod:`wikigame_spark.graph.bfs`, the
+  multi-pair bidirectional BFS on GraphFrames' Pregel (:mod:`wikigame_spark.graph.bfs`, the
   fastest exact candidate measured); the edge list stays in the cluster.
 - ``auto``: ``local`` when :func:`local_bytes` of the graph fits the driver's budget
   (:func:`local_budget`), otherwise ``graphframes``.
@@ -291,7 +291,7 @@ class GraphFramesDistances(PairDistances):
         self._targets = self._sources if targets is sources else _RankIndex(targets)
         self.num_sources = self._sources.size
         self.num_targets = self._targets.size
-        self.search = PregelSearch(nodes, edges, batch_pairs)
+        self.search = PregelSearch(nodes, edges, batch_pairs, self.info)
 
     def source_ids(self, ranks: np.ndarray) -> np.ndarray:
         return self._sources.ids(ranks)
