@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 
 import mlflow
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from wikigame_spark import io, layout, tracking
 from wikigame_spark.evaluation.metrics import summarise
@@ -264,6 +266,15 @@ def finish(
     io.write_json(spark, layout.manifest(output), manifest)
 
 
+def _plays_frame(spark: SparkSession, plays: pd.DataFrame) -> DataFrame:
+    """PLAYS rows from pandas, through an Arrow table that keeps a NaN ``seconds`` (an imported human
+    game without a time) as NaN: pandas' own conversion reads NaN as null, which the contract's
+    non-nullable column refuses (Spark then warns and falls back to converting row by row)."""
+    schema = to_arrow_schema(PLAYS)
+    columns = [pa.array(plays[f.name], type=f.type, from_pandas=False) for f in schema]
+    return spark.createDataFrame(pa.table(columns, schema=schema), PLAYS)
+
+
 def record_plays(
     spark: SparkSession,
     plays: pd.DataFrame,
@@ -286,7 +297,7 @@ def record_plays(
         summary = summarise(plays)
         tracking.log_metrics({**summary, **(metrics or {})})
         log_plays(plays, artifacts)
-        frame = spark.createDataFrame(plays[PLAYS.fieldNames()], PLAYS)
+        frame = _plays_frame(spark, plays)
         with io.staged_output(spark, output, overwrite=True) as staging:
             write_chunk(spark, staging, 0, frame, None)
             finish(spark, staging, run, run_name, experiment, params, summary, **(manifest or {}))
@@ -402,4 +413,4 @@ def load_plays(spark: SparkSession, run: PlayRun) -> tuple[DataFrame, str]:
     pdf["route"] = pdf["route"].map(lambda r: [int(v) for v in r])
     pdf["model"] = pdf["model"].astype(object).where(pdf["model"].notna(), None)
     pdf["detail"] = pdf["detail"].astype(object).where(pdf["detail"].notna(), None)
-    return spark.createDataFrame(pdf[PLAYS.fieldNames()], PLAYS), f"runs:/{run.run_id}/{PLAYS_ARTIFACT}"
+    return _plays_frame(spark, pdf), f"runs:/{run.run_id}/{PLAYS_ARTIFACT}"
