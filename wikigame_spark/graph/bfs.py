@@ -2,10 +2,12 @@
 
 A batch of up to ``batch_pairs`` (source, target) pairs is searched together. Every vertex holds,
 as arrays of pair numbers, the pairs whose forward search (from the source, along out-links) has
-seen it and those whose backward search (from the target, against in-links) has, and each search's
-frontier there. The edge list is doubled (each link once forward, once reversed with a direction
-flag), so a message needs only its sender's frontier: Pregel joins only the vertices with a
-frontier to the edges and skips its second join.
+seen it and those whose backward search (from the target, against in-links) has, each search's
+frontier there, and the pairs it sends on in the coming superstep. The edge list is doubled (each
+link once forward, once reversed with a direction flag), so a message needs only its sender's
+arrays: Pregel joins only the vertices that send to the edges and skips its second join. A message
+is one int array (forward pair ``p`` as ``p``, backward as ``-1 - p``). A run starts with the
+pairs still open: a finished pair's marks are dropped, so later runs carry only open pairs.
 
 Each superstep advances, per pair, the side whose frontier has fewer links to follow, or both while
 both have few (``BOTH_SIDES_MAX_LINKS``): on a scale-free graph the side with the hub is left alone,
@@ -49,9 +51,9 @@ FORWARD, BACKWARD = 0, 1
 # While both frontiers of a pair have at most this many links, both advance in one superstep.
 BOTH_SIDES_MAX_LINKS = 10_000
 # Supersteps of a Pregel run: the first run two, later runs one, each planned with the frontier
-# costs measured before it; once at most TAIL_PAIRS pairs are open (long distances, small frontiers,
-# where a run's fixed cost dominates) runs are TAIL_RUN supersteps.
-FIRST_RUN, TAIL_RUN, TAIL_PAIRS = 2, 3, 64
+# costs measured before it; once at most TAIL_SHARE of the batch (and at least TAIL_PAIRS) is open
+# (long distances, small frontiers, where a run's fixed cost dominates) runs are TAIL_RUN supersteps.
+FIRST_RUN, TAIL_RUN, TAIL_PAIRS, TAIL_SHARE = 2, 3, 64, 0.02
 # Plan codes: which sides of a pair advance in a superstep.
 _NONE, _F, _B, _BOTH = 0, 1, 2, 3
 _INTS = "array<int>"
@@ -128,7 +130,7 @@ class PregelSearch:
             state = result.select(ID, IN_DEGREE, OUT_DEGREE, *after).localCheckpoint()
             result.unpersist()
             log.debug("pregel bfs: %d pairs open", int(open_.sum()))
-            supersteps = 1 if open_.sum() > TAIL_PAIRS else TAIL_RUN
+            supersteps = 1 if open_.sum() > max(TAIL_PAIRS, TAIL_SHARE * pairs) else TAIL_RUN
 
 
 def _start(vertices: DataFrame, sources: np.ndarray, targets: np.ndarray) -> DataFrame:
@@ -191,8 +193,9 @@ def _ints(values: np.ndarray) -> Column:
 
 
 def _run(state: DataFrame, edges: DataFrame, plan: np.ndarray, open_: np.ndarray) -> DataFrame:
-    """One Pregel run of ``len(plan)`` supersteps. Vertex columns: ``sf``/``sb`` seen, ``ff``/``fb``
-    frontiers, ``t`` touch records, ``k`` the superstep within the run."""
+    """One Pregel run of ``len(plan)`` supersteps over the ``open_`` pairs. Vertex columns: ``of``/``ob``
+    the pairs sent on this superstep, ``ff``/``fb`` frontiers, ``t`` touch records, ``sf``/``sb`` seen,
+    ``k`` the superstep within the run."""
     from graphframes import GraphFrame
     from graphframes.lib import Pregel
 
@@ -201,6 +204,7 @@ def _run(state: DataFrame, edges: DataFrame, plan: np.ndarray, open_: np.ndarray
     empty = F.array().cast(_INTS)
 
     def moves(p: Column, step: Column, side: int) -> Column:
+        # null past the plan's last superstep: nothing is sent after the run
         return F.get(code, step * pairs + p).isin(side, _BOTH)
 
     def advance(frontier: str, side: int, new: Column) -> Column:
@@ -210,44 +214,47 @@ def _run(state: DataFrame, edges: DataFrame, plan: np.ndarray, open_: np.ndarray
     def start(column: str) -> Column:
         return F.filter(column, lambda p: F.get(keep, p) == 1)
 
+    def sending(frontier: Column, step: Column, side: int) -> Column:
+        # computed once per vertex, not once per link: the messages are these arrays as they are
+        out = F.filter(frontier, lambda p: moves(p, step, side))
+        return out if side == _F else F.transform(out, lambda p: -1 - p)
+
     msg, src, k = Pregel.msg(), Pregel.src, F.col("k")
     forward = Pregel.edge(_DIR) == FORWARD
-    out_f = F.filter(src("ff"), lambda p: moves(p, src("k"), _F))
-    out_b = F.filter(src("fb"), lambda p: moves(p, src("k"), _B))
-    none = F.lit(None).cast(_INTS)
-    send = F.when(forward & (F.size(out_f) > 0), F.struct(out_f.alias("f"), none.alias("b"))).when(
-        ~forward & (F.size(out_b) > 0), F.struct(none.alias("f"), out_b.alias("b"))
-    )
-    merged = F.struct(
-        F.array_distinct(F.flatten(F.collect_list(msg["f"]))).alias("f"),
-        F.array_distinct(F.flatten(F.collect_list(msg["b"]))).alias("b"),
-    )
-    new_f = F.array_except(F.coalesce(msg["f"], empty), F.col("sf"))
-    new_b = F.array_except(F.coalesce(msg["b"], empty), F.col("sb"))
+    send = F.when(forward, F.when(F.size(src("of")) > 0, src("of"))).otherwise(F.when(F.size(src("ob")) > 0, src("ob")))
+    merged = F.array_distinct(F.flatten(F.collect_list(msg)))
+    got = F.coalesce(msg, empty)
+    new_f = F.array_except(F.filter(got, lambda x: x >= 0), F.col("sf"))
+    new_b = F.array_except(F.transform(F.filter(got, lambda x: x < 0), lambda x: -1 - x), F.col("sb"))
     one_new = F.array_union(F.array_intersect(new_f, F.col("sb")), F.array_intersect(new_b, F.col("sf")))
     touched = F.concat(
         F.col("t"),
         F.transform(one_new, lambda p: p * _CODE + 2 * k),
         F.transform(F.array_intersect(new_f, new_b), lambda p: p * _CODE + 2 * k + 1),
     )
+    of0, ob0 = sending(start("front_f"), F.lit(0), _F), sending(start("front_b"), F.lit(0), _B)
+    of1, ob1 = sending(advance("ff", _F, new_f), k + 1, _F), sending(advance("fb", _B, new_b), k + 1, _B)
     # GraphFrames resolves a column name in an update to the update listed before it, if any: each
-    # update below reads only its own column and columns updated after it (``sf``, ``sb``, ``k`` last).
+    # update below reads only its own column and columns updated after it (``sf``, ``sb``, ``k`` last);
+    # the active flags come before all updates, so they spell out the arrays to send.
     return (
         GraphFrame(state, edges)
         .pregel.setMaxIter(plan.shape[0])
         .setCheckpointInterval(1)  # a local checkpoint every superstep: Pregel unpersists its own result
         .setUseLocalCheckpoints(True)
         .setSkipMessagesFromNonActiveVertices(True)
-        .setInitialActiveVertexExpression((F.size("front_f") > 0) | (F.size("front_b") > 0))
-        .setUpdateActiveVertexExpression(msg.isNotNull() | (F.size("ff") > 0) | (F.size("fb") > 0))
-        .required_src_columns("ff", "fb", "k")
+        .setInitialActiveVertexExpression((F.size(of0) > 0) | (F.size(ob0) > 0))
+        .setUpdateActiveVertexExpression((F.size(of1) > 0) | (F.size(ob1) > 0))
+        .required_src_columns("of", "ob")
         .sendMsgToDst(send)
         .aggMsgs(merged)
+        .withVertexColumn("of", of0, of1)
+        .withVertexColumn("ob", ob0, ob1)
         .withVertexColumn("ff", start("front_f"), advance("ff", _F, new_f))
         .withVertexColumn("fb", start("front_b"), advance("fb", _B, new_b))
         .withVertexColumn("t", empty, touched)
-        .withVertexColumn("sf", F.col("seen_f"), F.concat("sf", new_f))
-        .withVertexColumn("sb", F.col("seen_b"), F.concat("sb", new_b))
+        .withVertexColumn("sf", start("seen_f"), F.concat("sf", new_f))
+        .withVertexColumn("sb", start("seen_b"), F.concat("sb", new_b))
         .withVertexColumn("k", F.lit(0), k + 1)
         .run()
     )
