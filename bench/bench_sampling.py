@@ -1,7 +1,7 @@
 """Benchmark: exact game sampling on generated scale-free directed graphs, every distance method.
 
     python bench/bench_sampling.py [--sizes 100000:1000000,1000000:34000000] [--games 10000]
-        [--distributed-games 1600] [--methods collected,graphframes,searches,shortest-paths,components,python]
+        [--distributed-games 6000] [--methods collected,graphframes,searches,shortest-paths,components,python]
         [--out out/bench]
 
 Each graph (power-law in- and out-degrees, 8 % of nodes without in-links, 0.5 % without out-links,
@@ -374,8 +374,8 @@ def main() -> None:
     p.add_argument("--sizes", default="100000:1000000,1000000:34000000", help="NODES:EDGES,…")
     p.add_argument("--methods", default="collected,graphframes,searches,shortest-paths,components,python")
     p.add_argument("--games", type=int, default=10_000)
-    # 1,600 games: a first chunk of ~2,000 reachable draws, one batch of the searches (bfs_batch_pairs)
-    p.add_argument("--distributed-games", type=int, default=1600)
+    # 6,000 games: a first chunk of 7,756 draws, one batch of the searches (bfs_batch_pairs, 8,192)
+    p.add_argument("--distributed-games", type=int, default=6000)
     p.add_argument("--landmarks", type=int, default=64, help="shortest-paths: games whose targets are landmarks")
     p.add_argument("--python-pairs", type=int, default=5)
     p.add_argument(

@@ -309,7 +309,7 @@ class GraphStatsConfig:
     pairs: int = 1000
     seed: int = 0
     method: str = "auto"
-    bfs_batch_pairs: int = 2048
+    bfs_batch_pairs: int = 8192
     cache_dir: str = ""  # default <graph>/cache: where the local method's mapped files are made
     experiment: str = "graph_stats"
     overwrite: bool = False
@@ -333,7 +333,7 @@ class SampleGamesConfig:
     stratify: str = ""  # e.g. "3-4,5-6,7-8": equal numbers of games per optimal-length band
     largest_scc: bool = False  # sources and targets only from the largest strongly connected component
     method: str = "auto"
-    bfs_batch_pairs: int = 2048
+    bfs_batch_pairs: int = 8192
     cache_dir: str = ""  # default <graph>/cache: where the local method's mapped files are made
     max_draws: int = 0  # 0: 1,000 × games + 100,000
     experiment: str = "sample_games"
