@@ -1,8 +1,8 @@
 """Benchmark: exact game sampling on generated scale-free directed graphs, every distance method.
 
     python bench/bench_sampling.py [--sizes 100000:1000000,1000000:34000000] [--games 10000]
-        [--distributed-games 6000] [--methods collected,graphframes,searches,shortest-paths,components,python]
-        [--out out/bench]
+        [--distributed-games 6000,50] [--search-pairs 2000,8000/300]
+        [--methods collected,graphframes,searches,shortest-paths,components,python] [--out out/bench]
 
 Each graph (power-law in- and out-degrees, 8 % of nodes without in-links, 0.5 % without out-links,
 0.1 % isolated) is generated with numpy and written once to ``OUT/scalefree-N-M/`` in the graph
@@ -331,8 +331,14 @@ def same_games(reference: str, other: str) -> bool:
     return bool(a.head(len(b)).equals(b))
 
 
-def bench_size(out: str, n: int, m: int, a: argparse.Namespace) -> dict:
-    """Every method on one generated graph."""
+def per_size(values: str, index: int, sep: str) -> str:
+    """The ``index``-th size's entry of a flag given per size (the last entry serves the rest)."""
+    entries = values.split(sep)
+    return entries[min(index, len(entries) - 1)]
+
+
+def bench_size(out: str, n: int, m: int, a: argparse.Namespace, index: int) -> dict:
+    """Every method on one generated graph, the ``index``-th of ``--sizes``."""
     graph = os.path.join(out, f"scalefree-{n}-{m}")
     report: dict = {"graph": graph}
     if not os.path.exists(f"{graph}/manifest.json"):
@@ -347,7 +353,7 @@ def bench_size(out: str, n: int, m: int, a: argparse.Namespace) -> dict:
     print(json.dumps(report["local"]), flush=True)
     for method in a.methods.split(","):
         if method in ("graphframes", "collected"):
-            count = a.distributed_games if method == "graphframes" else a.games
+            count = per_size(a.distributed_games, index, ",") if method == "graphframes" else a.games
             args = [*sample, "--method", method, "--games", str(count), "--games-file", games[method]]
             report[method] = run_measured(args)
             report[method]["games_identical_to_local"] = same_games(games["local"], games[method])
@@ -355,7 +361,7 @@ def bench_size(out: str, n: int, m: int, a: argparse.Namespace) -> dict:
             report[method] = run_measured(["--graph", graph, "--step", method])
         elif method == "searches":
             report[method] = {}
-            for pairs in a.search_pairs.split(","):
+            for pairs in per_size(a.search_pairs, index, "/").split(","):
                 args = ["--graph", graph, "--step", "search", "--games-file", games["local"], "--pairs", pairs]
                 runs = {engine: run_measured([*args, "--method", engine]) for engine in ("dataframe", "pregel")}
                 ratio = runs["pregel"]["pairs_per_s"] / runs["dataframe"]["pairs_per_s"]
@@ -374,12 +380,15 @@ def main() -> None:
     p.add_argument("--sizes", default="100000:1000000,1000000:34000000", help="NODES:EDGES,…")
     p.add_argument("--methods", default="collected,graphframes,searches,shortest-paths,components,python")
     p.add_argument("--games", type=int, default=10_000)
-    # 6,000 games: a first chunk of 7,756 draws, one batch of the searches (bfs_batch_pairs, 8,192)
-    p.add_argument("--distributed-games", type=int, default=6000)
+    # per size; 6,000 games at 100 k nodes: a first chunk of 7,756 draws, one batch of the searches
+    # (bfs_batch_pairs, 8,192); 50 at 1 M nodes / 34 M edges, where the method resolves ~1 pair/s
+    p.add_argument("--distributed-games", default="6000,50", help="graphframes: games per size, comma-separated")
     p.add_argument("--landmarks", type=int, default=64, help="shortest-paths: games whose targets are landmarks")
     p.add_argument("--python-pairs", type=int, default=5)
     p.add_argument(
-        "--search-pairs", default="2000,8000", help="searches: pairs given to both engines in one batch, per run"
+        "--search-pairs",
+        default="2000,8000/300",
+        help="searches: pairs given to both engines in one batch, one run per count; sizes separated by /",
     )
     p.add_argument("--out", default=os.path.join(ROOT, "out", "bench"))
     p.add_argument("--step", help=argparse.SUPPRESS)
@@ -401,9 +410,9 @@ def main() -> None:
         return
     os.makedirs(a.out, exist_ok=True)
     report: dict = {"cores": os.cpu_count(), "sizes": {}}
-    for size in a.sizes.split(","):
+    for index, size in enumerate(a.sizes.split(",")):
         n, m = (int(x) for x in size.split(":"))
-        report["sizes"][size] = r = bench_size(a.out, n, m, a)
+        report["sizes"][size] = r = bench_size(a.out, n, m, a, index)
         with open(os.path.join(a.out, "bench_sampling.json"), "w") as f:
             json.dump(report, f, indent=2)
         rates = [
