@@ -1,7 +1,7 @@
 """Benchmark: exact game sampling on generated scale-free directed graphs, every distance method.
 
     python bench/bench_sampling.py [--sizes 100000:1000000,1000000:34000000] [--games 10000]
-        [--distributed-games 6000,50] [--search-pairs 2000,8000/300]
+        [--distributed-games 6000/50] [--search-pairs 2000,8000/300]
         [--methods collected,graphframes,searches,shortest-paths,components,python] [--out out/bench]
 
 Each graph (power-law in- and out-degrees, 8 % of nodes without in-links, 0.5 % without out-links,
@@ -331,9 +331,10 @@ def same_games(reference: str, other: str) -> bool:
     return bool(a.head(len(b)).equals(b))
 
 
-def per_size(values: str, index: int, sep: str) -> str:
-    """The ``index``-th size's entry of a flag given per size (the last entry serves the rest)."""
-    entries = values.split(sep)
+def per_size(values: str, index: int) -> str:
+    """The ``index``-th size's entry of a flag given per size, entries separated by ``/`` (the last
+    entry serves the rest)."""
+    entries = values.split("/")
     return entries[min(index, len(entries) - 1)]
 
 
@@ -353,7 +354,7 @@ def bench_size(out: str, n: int, m: int, a: argparse.Namespace, index: int) -> d
     print(json.dumps(report["local"]), flush=True)
     for method in a.methods.split(","):
         if method in ("graphframes", "collected"):
-            count = per_size(a.distributed_games, index, ",") if method == "graphframes" else a.games
+            count = per_size(a.distributed_games, index) if method == "graphframes" else a.games
             args = [*sample, "--method", method, "--games", str(count), "--games-file", games[method]]
             report[method] = run_measured(args)
             report[method]["games_identical_to_local"] = same_games(games["local"], games[method])
@@ -361,7 +362,7 @@ def bench_size(out: str, n: int, m: int, a: argparse.Namespace, index: int) -> d
             report[method] = run_measured(["--graph", graph, "--step", method])
         elif method == "searches":
             report[method] = {}
-            for pairs in per_size(a.search_pairs, index, "/").split(","):
+            for pairs in per_size(a.search_pairs, index).split(","):
                 args = ["--graph", graph, "--step", "search", "--games-file", games["local"], "--pairs", pairs]
                 runs = {engine: run_measured([*args, "--method", engine]) for engine in ("dataframe", "pregel")}
                 ratio = runs["pregel"]["pairs_per_s"] / runs["dataframe"]["pairs_per_s"]
@@ -382,7 +383,7 @@ def main() -> None:
     p.add_argument("--games", type=int, default=10_000)
     # per size; 6,000 games at 100 k nodes: a first chunk of 7,756 draws, one batch of the searches
     # (bfs_batch_pairs, 8,192); 50 at 1 M nodes / 34 M edges, where the method resolves ~1 pair/s
-    p.add_argument("--distributed-games", default="6000,50", help="graphframes: games per size, comma-separated")
+    p.add_argument("--distributed-games", default="6000/50", help="graphframes: games per size, sizes separated by /")
     p.add_argument("--landmarks", type=int, default=64, help="shortest-paths: games whose targets are landmarks")
     p.add_argument("--python-pairs", type=int, default=5)
     p.add_argument(

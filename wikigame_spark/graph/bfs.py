@@ -235,8 +235,9 @@ def _run(state: DataFrame, edges: DataFrame, plan: np.ndarray, open_: np.ndarray
         F.transform(one_new, lambda p: p * _CODE + 2 * k),
         F.transform(F.array_intersect(new_f, new_b), lambda p: p * _CODE + 2 * k + 1),
     )
-    of0, ob0 = sending(start("front_f"), F.lit(0), _F), sending(start("front_b"), F.lit(0), _B)
-    of1, ob1 = sending(advance("ff", _F, new_f), k + 1, _F), sending(advance("fb", _B, new_b), k + 1, _B)
+    ff0, fb0, ff1, fb1 = start("front_f"), start("front_b"), advance("ff", _F, new_f), advance("fb", _B, new_b)
+    of0, ob0 = sending(ff0, F.lit(0), _F), sending(fb0, F.lit(0), _B)
+    of1, ob1 = sending(ff1, k + 1, _F), sending(fb1, k + 1, _B)
     # GraphFrames resolves a column name in an update to the update listed before it, if any: each
     # update below reads only its own column and columns updated after it (``sf``, ``sb``, ``k`` last);
     # the active flags come before all updates, so they spell out the arrays to send.
@@ -253,8 +254,8 @@ def _run(state: DataFrame, edges: DataFrame, plan: np.ndarray, open_: np.ndarray
         .aggMsgs(merged)
         .withVertexColumn("of", of0, of1)
         .withVertexColumn("ob", ob0, ob1)
-        .withVertexColumn("ff", start("front_f"), advance("ff", _F, new_f))
-        .withVertexColumn("fb", start("front_b"), advance("fb", _B, new_b))
+        .withVertexColumn("ff", ff0, ff1)
+        .withVertexColumn("fb", fb0, fb1)
         .withVertexColumn("t", empty, touched)
         .withVertexColumn("sf", start("seen_f"), F.concat("sf", new_f))
         .withVertexColumn("sb", start("seen_b"), F.concat("sb", new_b))
