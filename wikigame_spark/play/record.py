@@ -28,9 +28,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from wikigame_spark import io, layout, tracking
-from wikigame_spark.evaluation.metrics import summarise
 from wikigame_spark.layout import GraphDir, PlaysDir
 from wikigame_spark.schemas import ID, PLAYS, TITLE
+from wikigame_spark.summary import summarise
 
 log = logging.getLogger(__name__)
 
