@@ -237,3 +237,31 @@ def test_the_jobs_local_method_makes_the_mapped_files_under_cache_dir(spark, ltg
     )
     stats_argv = ["--graph", ltg_graph, "--method", "local", "--cache-dir", cache, "--output", str(tmp_path / "stats")]
     assert stats_job.main([*stats_argv, "--pairs", "50"]) == 0
+
+
+def test_accept_by_degree_cells_shares_games_equally():
+    d = np.array([2, 3, 2, -1, 4, 2, 3, 5], dtype=np.int32)
+    cells = np.array([0, 0, 1, 1, 0, 1, 2, 3])
+    idx, c = accept(d, 4, (), cells, 4)
+    assert idx.tolist() == [0, 2, 6, 7]
+    assert c["band_games"] == [1, 1, 1, 1] and c["discarded_by"]["stratum_full"] == 0
+
+
+def test_degree_quantile_games_on_latgalian_wikipedia(spark, ltg_graph):
+    g = frame.read_graph(spark, ltg_graph)
+    cfg = SampleGamesConfig(graph=ltg_graph, games=40, seed=3, method="local")
+    sampled = sample_games(g.nodes, g.edges, cfg, degree_quantiles=2)
+    games = sampled.games.toPandas()
+    check_games(games, ltg_graph, 40)
+    edges = g.edges.toPandas()
+    ins = edges.groupby("dst").size()
+    outs = edges.groupby("src").size()
+    ids = g.nodes.select("id").toPandas()["id"]
+    cut_in = np.quantile(ins.reindex(ids, fill_value=0).to_numpy(), 0.5)
+    cut_out = np.quantile(outs.reindex(ids, fill_value=0).to_numpy(), 0.5)
+    popular = games["target"].map(lambda t: ins.get(t, 0) > cut_in)
+    linky = games["source"].map(lambda s: outs.get(s, 0) > cut_out)
+    assert pd.crosstab(popular, linky).to_numpy().tolist() == [[10, 10], [10, 10]]
+    assert sampled.counts["degree_strata"]["target_in_degree_cuts"] == [pytest.approx(cut_in)]
+    with pytest.raises(ValueError, match="at least 2"):
+        sample_games(g.nodes, g.edges, cfg, degree_quantiles=1)

@@ -111,7 +111,10 @@ def move_table(plays: pd.DataFrame) -> pd.DataFrame:
     for (label, graph), g in plays.groupby(GROUP, sort=False):
         moves = int(g["moves"].sum())
         off = g["first_off_path"].dropna()
-        share = (lambda k: float(g[k].sum()) / moves) if moves else (lambda k: math.nan)
+
+        def share(kind: str, g=g, moves=moves) -> float:
+            return float(g[kind].sum()) / moves if moves else math.nan
+
         rows.append(
             {
                 LABEL: label,

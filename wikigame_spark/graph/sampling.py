@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from wikigame_spark.config import SampleGamesConfig
 from wikigame_spark.drops import Drops
 from wikigame_spark.graph.distances import PairDistances, pair_distances
+from wikigame_spark.graph.profiles import degree_strata
 from wikigame_spark.graph.reach import UNREACHABLE_REASONS
 from wikigame_spark.schemas import DST, GAMES, ID, LANGUAGE, NODES, SRC, require_columns
 
@@ -127,30 +128,52 @@ class SampledGames:
     timings: dict
 
 
-def accept(distance: np.ndarray, games: int, strata: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, dict]:
-    """Which draws become games, in draw order, and why the others were discarded.
-
-    Returns the indices of the accepted draws (at most ``games``) and per-reason discard counts
-    over the draws up to the last accepted one (all draws if the set is incomplete).
-    """
+def groups_of(
+    distance: np.ndarray, strata: tuple[tuple[int, int], ...], cells: np.ndarray | None = None, n_cells: int = 1
+) -> tuple[np.ndarray, int]:
+    """Each draw's group (its optimal-length band, crossed with its degree cell when ``cells`` is
+    given), −1 for draws outside every group, and the number of groups."""
     reachable = distance > 0
     if not strata:
-        accepted = np.flatnonzero(reachable)[:games]
-        band = np.zeros(distance.size, dtype=np.int64)
-        quotas = [games]
+        band, n_bands = np.where(reachable, 0, -1), 1
     else:
         lows = np.array([lo for lo, _ in strata])
         highs = np.array([hi for _, hi in strata])
         pos = np.searchsorted(lows, distance, side="right") - 1
         band = np.where((pos >= 0) & (distance <= highs[np.maximum(pos, 0)]) & reachable, pos, -1)
-        quotas = [games // len(strata) + (1 if i < games % len(strata) else 0) for i in range(len(strata))]
-        accepted = np.sort(np.concatenate([np.flatnonzero(band == b)[: quotas[b]] for b in range(len(strata))]))
+        n_bands = len(strata)
+    if cells is None:
+        return band, n_bands
+    return np.where((band >= 0) & (cells >= 0), band * n_cells + cells, -1), n_bands * n_cells
+
+
+def accept(
+    distance: np.ndarray,
+    games: int,
+    strata: tuple[tuple[int, int], ...],
+    cells: np.ndarray | None = None,
+    n_cells: int = 1,
+) -> tuple[np.ndarray, dict]:
+    """Which draws become games, in draw order, and why the others were discarded.
+
+    Games are shared equally among the groups (:func:`groups_of`); returns the indices of the
+    accepted draws (at most ``games``) and per-reason discard counts over the draws up to the last
+    accepted one (all draws if the set is incomplete).
+    """
+    band, n_groups = groups_of(distance, strata, cells, n_cells)
+    stratified = bool(strata) or cells is not None
+    if not stratified:
+        accepted = np.flatnonzero(band == 0)[:games]
+        quotas = [games]
+    else:
+        quotas = [games // n_groups + (1 if i < games % n_groups else 0) for i in range(n_groups)]
+        accepted = np.sort(np.concatenate([np.flatnonzero(band == b)[: quotas[b]] for b in range(n_groups)]))
     complete = accepted.size == games
     draws = int(accepted[-1]) + 1 if complete else int(distance.size)
     d = distance[:draws]
     by = {SAME_NODE: int(np.sum(d == SAME_NODE_CODE))}
     by.update({name: int(np.sum(d == code)) for code, name in UNREACHABLE_REASONS.items()})
-    if strata:
+    if stratified:
         by[OUTSIDE_STRATA] = int(np.sum((d > 0) & (band[:draws] < 0)))
         by[STRATUM_FULL] = int(np.sum(band[:draws] >= 0)) - int(accepted.size)
     counts = {
@@ -168,30 +191,82 @@ def accept(distance: np.ndarray, games: int, strata: tuple[tuple[int, int], ...]
     return accepted, counts
 
 
-def _next_chunk(done: int, distance: np.ndarray, games: int, strata, limit: int) -> int:
+def _next_chunk(
+    done: int, distance: np.ndarray, games: int, strata, limit: int, cells: np.ndarray | None = None, n_cells: int = 1
+) -> int:
     """How many more draws to resolve: enough, at the rate seen so far, to finish (plus margin)."""
-    _, counts = accept(distance, games, strata)
+    _, counts = accept(distance, games, strata, cells, n_cells)
     need = np.array(counts["band_quotas"]) - np.array(counts["band_games"])
     if done == 0:
         guess = int(games * 1.25) + 256  # a first chunk of a few hundred also fits small sets
     else:
-        if strata:
-            lows = np.array([lo for lo, _ in strata])
-            highs = np.array([hi for _, hi in strata])
-            hits = np.array([np.sum((distance >= lo) & (distance <= hi)) for lo, hi in zip(lows, highs)])
-        else:
-            hits = np.array([np.sum(distance > 0)])
+        band, n_groups = groups_of(distance, strata, cells, n_cells)
+        hits = np.bincount(band[band >= 0], minlength=n_groups)
         rate = np.maximum(hits, 1) / done
         guess = int(np.max(need / rate) * 1.2) + 64
         guess = max(guess, done // 2) if np.any(hits == 0) else guess
     return int(min(max(guess, 64), limit - done))
 
 
+@dataclass
+class DegreeStrata:
+    """Quantile strata of the targets' in-degree and the sources' out-degree over all the graph's
+    nodes (the report's popularity strata): a draw's cell is ``target stratum × k + source stratum``."""
+
+    quantiles: int
+    node_ids: np.ndarray
+    in_stratum: np.ndarray
+    out_stratum: np.ndarray
+    in_cuts: np.ndarray
+    out_cuts: np.ndarray
+
+    @property
+    def cells(self) -> int:
+        return self.quantiles * self.quantiles
+
+    def cell(self, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+        s = np.searchsorted(self.node_ids, source)
+        t = np.searchsorted(self.node_ids, target)
+        return self.in_stratum[t] * self.quantiles + self.out_stratum[s]
+
+    def describe(self) -> dict:
+        return {
+            "quantiles": self.quantiles,
+            "target_in_degree_cuts": [float(c) for c in self.in_cuts],
+            "source_out_degree_cuts": [float(c) for c in self.out_cuts],
+        }
+
+
+def degree_strata_of(nodes: DataFrame, edges: DataFrame, quantiles: int) -> DegreeStrata:
+    """Every node's in- and out-degree quantile stratum (Spark counts the degrees)."""
+    ins = edges.groupBy(F.col(DST).alias(ID)).agg(F.count(F.lit(1)).alias("in_degree"))
+    outs = edges.groupBy(F.col(SRC).alias(ID)).agg(F.count(F.lit(1)).alias("out_degree"))
+    table = (
+        nodes.select(ID)
+        .join(ins, ID, "left")
+        .join(outs, ID, "left")
+        .fillna(0, ["in_degree", "out_degree"])
+        .orderBy(ID)
+        .toPandas()
+    )
+    in_stratum, in_cuts = degree_strata(table["in_degree"].to_numpy(), quantiles)
+    out_stratum, out_cuts = degree_strata(table["out_degree"].to_numpy(), quantiles)
+    return DegreeStrata(quantiles, table[ID].to_numpy(np.int64), in_stratum, out_stratum, in_cuts, out_cuts)
+
+
 def sample_games(
-    nodes: DataFrame, edges: DataFrame, cfg: SampleGamesConfig, graph_dir: str | None = None
+    nodes: DataFrame,
+    edges: DataFrame,
+    cfg: SampleGamesConfig,
+    graph_dir: str | None = None,
+    degree_quantiles: int = 0,
 ) -> SampledGames:
     """``cfg.games`` games on the graph ``nodes``/``edges`` (see the module doc for the rules);
-    ``graph_dir``, the directory they were read from, lets the local method map its files."""
+    ``graph_dir``, the directory they were read from, lets the local method map its files.
+
+    ``degree_quantiles`` k ≥ 2 shares the games equally among the k × k cells of the target's
+    in-degree quantile and the source's out-degree quantile over all the graph's nodes (within each
+    optimal-length band when ``cfg`` asks for bands); 0 leaves popularity free."""
     require_columns(nodes, NODES, "sample_games(nodes)")
     require_columns(edges, [SRC, DST], "sample_games(edges)")
     started = time.perf_counter()
@@ -211,14 +286,20 @@ def sample_games(
         raise ValueError(f"no node{where} passes the target filters (--target-language / --targets-where)")
     if oracle.num_sources < 2:
         raise ValueError(f"the graph has {oracle.num_sources} node(s){where}; a game needs two")
+    if degree_quantiles and degree_quantiles < 2:
+        raise ValueError(f"--degree-quantiles {degree_quantiles}: ask for at least 2 quantiles, or 0 for none")
+    degrees = degree_strata_of(nodes, edges, degree_quantiles) if degree_quantiles else None
+    n_cells = degrees.cells if degrees else 1
     prepared = time.perf_counter()
     strata = cfg.strata()
     limit = cfg.draw_limit()
     parts: list[Draws] = []
     done = 0
     while True:
-        distance = _concat(parts).distance if parts else np.empty(0, np.int32)
-        accepted, counts = accept(distance, cfg.games, strata)
+        resolved = _concat(parts) if parts else Draws(*(np.empty(0, t) for t in (np.int64, np.int64, np.int32)))
+        distance = resolved.distance
+        cells = degrees.cell(resolved.source, resolved.target) if degrees else None
+        accepted, counts = accept(distance, cfg.games, strata, cells, n_cells)
         if counts["games"] == cfg.games:
             break
         if done >= limit:
@@ -226,11 +307,15 @@ def sample_games(
                 f"; band {lo}-{hi} has {got} of {want}"
                 for (lo, hi), got, want in zip(strata, counts["band_games"], counts["band_quotas"])
             )
+            if degrees:
+                empty = sum(1 for got, want in zip(counts["band_games"], counts["band_quotas"]) if got < want)
+                bands = f"; {empty} of {len(counts['band_quotas'])} cells of degree quantiles (and bands) are short"
             raise ValueError(
                 f"only {counts['games']} of {cfg.games} games after {done} draws (max_draws){bands}: the graph "
-                "has too few reachable pairs of that kind; lower --games, change --stratify or raise --max-draws"
+                "has too few reachable pairs of that kind; lower --games, change --stratify or "
+                "--degree-quantiles, or raise --max-draws"
             )
-        chunk = _next_chunk(done, distance, cfg.games, strata, limit)
+        chunk = _next_chunk(done, distance, cfg.games, strata, limit, cells, n_cells)
         parts.append(resolve_draws(oracle, cfg.seed, done, chunk))
         done += chunk
         log.info("sample_games: %d draws resolved, %d of %d games", done, counts["games"], cfg.games)
@@ -255,6 +340,7 @@ def sample_games(
             "largest_scc": cfg.largest_scc,
             "largest_scc_nodes": oracle.giant_size,
             "strata": [f"{lo}-{hi}" for lo, hi in strata],
+            **({"degree_strata": degrees.describe()} if degrees else {}),
             "optimal_steps": {int(k): int(v) for k, v in zip(steps, freq)},
         }
     )
