@@ -11,6 +11,7 @@ from wikigame_spark.ingest.titles import (
     SiteInfo,
     capitalise_first,
     classify_target,
+    page_title,
 )
 
 EN = SiteInfo(dbname="enwiki", case="first-letter", namespaces={"category": 14, "file": 6, "template": 10})
@@ -60,3 +61,41 @@ def test_case_sensitive_wiki_keeps_first_letter():
     assert classify_target("physics", site) == (MAIN, "physics")
     assert capitalise_first("ßeta", "first-letter") == "ßeta"
     assert capitalise_first("ēka", "first-letter") == "Ēka"
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("Foo bar", "Foo bar"),
+        ("lower_case_title", "Lower case title"),  # as [[lower case title]] names it
+        ("Trailing ", "Trailing"),
+        ("  Spaced   out_ ", "Spaced out"),
+        ("AT&T", "AT&T"),
+        ("Star Wars: Episode I", "Star Wars: Episode I"),
+        ("50% off", "50% off"),
+        ("ēka", "Ēka"),
+        ("   ", None),
+        ("", None),
+        ("Foo#Bar", None),  # a link to it reaches Foo
+        ("Foo%41", None),  # a link decodes the escape
+        ("AT&amp;T", None),  # and the entity
+        ("Foo<!-- x -->", None),
+        ("Bad[x]", None),
+        ("Bad{x}", None),
+        ("Pipe|x", None),
+        ("Tab\there", None),
+        (":Foo", None),
+        ("Category:Foo", None),  # a link to it is another namespace's
+        ("en:Foo", None),  # or another wiki's
+    ],
+)
+def test_page_title_follows_the_link_rules(raw, expected):
+    assert page_title(raw, EN) == expected
+    if expected is not None:  # a link written as the page's raw title reaches it
+        assert classify_target(raw, EN) == (MAIN, expected)
+
+
+def test_page_title_keeps_case_where_the_wiki_does():
+    site = SiteInfo(dbname="enwiktionary", case="case-sensitive")
+    assert page_title("physics", site) == "physics"
+    assert page_title("lower_case", site) == "lower case"

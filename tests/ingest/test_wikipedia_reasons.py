@@ -103,6 +103,40 @@ def test_every_page_redirect_and_link_reason_is_counted(spark, tmp_path):
     assert [(r.title, r.page_id) for r in nodes] == [("A", 1), ("B", 3)]
 
 
+def test_page_titles_follow_the_link_rules(spark, tmp_path):
+    """Titles are normalised as link targets are (first letter, underscores, whitespace), and a
+    page no link could reach is an invalid_title rejection, never a node."""
+    invalid = ["   ", "Foo#Bar", "Foo%41", "AT&amp;T", "Bad[x]", "Category:Foo", "en:Foo", ":Colon"]
+    pages = [
+        page_xml("A", 1, "[[lower case title]] [[Trailing]] [[Spaced out]] [[Foo]] [[Gone]]"),
+        page_xml("lower_case_title", 2, "[[A]]"),
+        page_xml("Trailing ", 3, "[[A]]"),
+        page_xml("  Spaced   out ", 4, "[[A]]"),
+        page_xml("foo", 5, "", redirect="A"),  # a redirect's title too: [[Foo]] reaches A
+        page_xml("Gone#Sec", 6, "", redirect="A"),  # an invalid redirect title: [[Gone]] is missing
+        *(page_xml(title, 10 + i, "[[A]]") for i, title in enumerate(invalid)),
+    ]
+    out = str(tmp_path / "graph")
+    dump = tmp_path / "testwiki-pages-articles.xml"
+    dump.write_text(small_dump(pages), encoding="utf-8")
+    assert build_wikipedia.main(["--input", str(dump), "--output", out]) == 0
+    manifest = json.load(open(f"{out}/manifest.json"))
+    c = manifest["counts"]
+    assert c["pages"] == {
+        "read": 6 + len(invalid),
+        "article": 4,
+        "redirect": 1,
+        "other_namespace": 0,
+        "rejected": {"invalid_title": len(invalid) + 1},
+    }
+    assert any("'Foo#Bar' is not a valid page title" in p for p in c["problems"])
+    nodes = spark.read.parquet(f"{out}/nodes").orderBy("id").collect()
+    assert [r.title for r in nodes] == ["A", "Lower case title", "Trailing", "Spaced out"]
+    edges = {(r.src, r.dst) for r in spark.read.parquet(f"{out}/edges").collect()}
+    assert edges == {(0, 1), (0, 2), (0, 3), (1, 0), (2, 0), (3, 0)}
+    assert c["links"]["dropped"]["missing"] == 1 and c["links"]["dropped"]["self_loop"] == 1  # Gone; Foo → A
+
+
 def test_unparseable_article_is_a_counted_rejection():
     """The extractor's own failure on an article's wikitext (deep recursion) is counted, not raised."""
 

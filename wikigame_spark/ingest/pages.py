@@ -9,13 +9,20 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from wikigame_spark.ingest.dumps import DumpTask, iter_pages
-from wikigame_spark.ingest.titles import MAIN, SiteInfo, classify_target
+from wikigame_spark.ingest.titles import INVALID_TITLE, MAIN, SiteInfo, classify_target, page_title
 from wikigame_spark.ingest.wikitext import EXTRACTORS
 
 ARTICLE = "article"
 REDIRECT = "redirect"
 OTHER_NAMESPACE = "other_namespace"
 REJECTED = "rejected"
+# Why a page is rejected; build_graph adds duplicate_title.
+TRUNCATED = "truncated"
+MISSING_FIELD = "missing_field"
+NO_TEXT = "no_text"
+TOO_LARGE = "too_large"
+UNPARSEABLE = "unparseable"
+REJECTIONS = (TRUNCATED, MISSING_FIELD, INVALID_TITLE, NO_TEXT, TOO_LARGE, UNPARSEABLE)
 
 Extractor = Callable[[str], tuple[list[str], str]]
 
@@ -77,7 +84,7 @@ def normalise_links(raw_links: list[str], site: SiteInfo) -> tuple[list[str], di
 def page_row(rec: dict, file: str, site: SiteInfo, extract: Extractor, max_text_bytes: int) -> tuple:
     """Classify one page and, for an article, extract its links and summary."""
     if "truncated" in rec:
-        return _row(file, REJECTED, "truncated", detail=rec["truncated"])
+        return _row(file, REJECTED, TRUNCATED, detail=rec["truncated"])
     ns = _int(rec["ns"])
     page_id = _int(rec["id"])
     title = rec["title"]
@@ -86,22 +93,28 @@ def page_row(rec: dict, file: str, site: SiteInfo, extract: Extractor, max_text_
     common = dict(ns=ns, is_redirect=is_redirect, page_id=page_id, title=title, timestamp=rec["timestamp"])
     if ns is None or page_id is None or not title:
         missing = [k for k, v in (("ns", ns), ("id", page_id), ("title", title)) if not v and v != 0]
-        return _row(file, REJECTED, "missing_field", detail=f"page without {', '.join(missing)}", **common)
+        return _row(file, REJECTED, MISSING_FIELD, detail=f"page without {', '.join(missing)}", **common)
     if ns != 0:
         return _row(file, OTHER_NAMESPACE, redirect_to=rec["redirect"], **common)
+    # A node or redirect is found by the title links normalise to; one no link can name is dropped.
+    name = page_title(title, site)
+    if name is None:
+        detail = f"title {title!r} is not a valid page title: no link can reach it"
+        return _row(file, REJECTED, INVALID_TITLE, detail=detail, **common)
+    common["title"] = name
     if is_redirect:
         kind, target = classify_target(rec["redirect"], site)
         if kind == MAIN:
             return _row(file, REDIRECT, redirect_to=target, **common)
         return _row(file, REDIRECT, reason=f"redirect_{kind}", detail=rec["redirect"], **common)
     if text is None:
-        return _row(file, REJECTED, "no_text", detail="revision text missing or deleted", **common)
+        return _row(file, REJECTED, NO_TEXT, detail="revision text missing or deleted", **common)
     size = len(text.encode("utf-8"))
     if size > max_text_bytes:
         return _row(
             file,
             REJECTED,
-            "too_large",
+            TOO_LARGE,
             text_bytes=size,
             detail=f"{size} bytes of wikitext > max_text_bytes={max_text_bytes}",
             **common,
@@ -109,7 +122,7 @@ def page_row(rec: dict, file: str, site: SiteInfo, extract: Extractor, max_text_
     try:
         raw_links, summary = extract(text)
     except (RecursionError, ValueError, MemoryError) as e:
-        return _row(file, REJECTED, "unparseable", text_bytes=size, detail=f"{type(e).__name__}: {e}", **common)
+        return _row(file, REJECTED, UNPARSEABLE, text_bytes=size, detail=f"{type(e).__name__}: {e}", **common)
     links, dropped = normalise_links(raw_links, site)
     return _row(file, ARTICLE, text_bytes=size, summary=summary, links=links, links_dropped=dropped, **common)
 

@@ -49,12 +49,16 @@ _LANGUAGE_PREFIX = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$")
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
 _SPACES = re.compile(r"[\s_\u00a0\u200e\u200f]+")
 _ILLEGAL = re.compile(r"[<>\[\]{}|]")
+# What a page's stored title never holds, though a link's text may (MediaWiki refuses such titles):
+# a section, markup, control characters, a percent escape or an HTML entity (a link decodes those).
+_NOT_STORED = re.compile(r"[#<>\[\]{}|\x00-\x1f\x7f]|%[0-9A-Fa-f]{2}|&[A-Za-z0-9\x80-\U0010ffff]+;")
 
 MAIN = "main"
 OTHER_NAMESPACE = "other_namespace"
 INTERWIKI = "interwiki"
 INVALID = "invalid"
 SECTION_ONLY = "section_only"
+INVALID_TITLE = "invalid_title"
 
 
 @dataclass(frozen=True)
@@ -133,3 +137,14 @@ def classify_target(raw: str, site: SiteInfo) -> tuple[str, str]:
     if not text:
         return INVALID, ""
     return MAIN, capitalise_first(text, site.case)
+
+
+def page_title(raw: str, site: SiteInfo) -> str | None:
+    """A main-namespace page's own title as a link names it (the rules of :func:`classify_target`:
+    first-letter case, underscores and whitespace), or None when no link could reach the page:
+    empty, a ``#`` or other character a title cannot hold, a percent escape or HTML entity, or a
+    namespace or interwiki prefix."""
+    if _NOT_STORED.search(raw) or raw.lstrip(" _").startswith(":"):
+        return None
+    kind, title = classify_target(raw, site)
+    return title if kind == MAIN else None

@@ -18,7 +18,7 @@ from wikigame_spark.drops import Drops
 from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.ingest.dumps import DumpError, DumpTask, read_siteinfo
 from wikigame_spark.ingest.empty import ALLOW_EMPTY_HINT, EmptyGraphError
-from wikigame_spark.ingest.pages import ARTICLE, OTHER_NAMESPACE, REDIRECT, REJECTED, task_rows
+from wikigame_spark.ingest.pages import ARTICLE, OTHER_NAMESPACE, REDIRECT, REJECTED, REJECTIONS, task_rows
 from wikigame_spark.ingest.titles import SiteInfo
 from wikigame_spark.schemas import (
     DST,
@@ -39,6 +39,7 @@ MISSING = "missing"
 DANGLING = "redirect_dangling"
 CYCLE = "redirect_cycle"
 DUPLICATE_TITLE = "duplicate_title"
+PAGE_REJECTIONS = (*REJECTIONS, DUPLICATE_TITLE)
 
 
 @dataclass
@@ -201,7 +202,7 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
             ARTICLE: n_kind[ARTICLE] - duplicates.get(ARTICLE, 0),
             REDIRECT: n_redirects,
             OTHER_NAMESPACE: n_kind[OTHER_NAMESPACE],
-            REJECTED: Drops(rejected).as_dict(),
+            REJECTED: Drops(rejected).as_dict(PAGE_REJECTIONS),
         },
         "redirects_all_namespaces": int(sum(r["redirects"] or 0 for r in by_kind)),
         "redirects": {
