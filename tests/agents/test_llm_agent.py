@@ -8,7 +8,8 @@ from wikigame_spark.agents.llm import LlmAgent, ReasoningAgent
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.graph.worker_graph import WorkerGraph
-from wikigame_spark.play.engine import SUCCESS, play_games
+from wikigame_spark.outcomes import SUCCESS
+from wikigame_spark.play.engine import play_games
 
 BEHAVIOURS = ["good", "500", "slow", "refuse", "garbage", "blank", "invent", "notitle", "flaky", "busy", "noanswer"]
 

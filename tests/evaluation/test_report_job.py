@@ -153,7 +153,7 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
     assert "Fig 4 left out: every run played one graph (ltgwiki)" in md
     assert "Fig 15 · How each agent's games ended" in md  # captions say what a figure shows
     # 95 % Wilson interval beside the paper's σ, with the report's one rounding rule
-    from wikigame_spark.evaluation.tables import rounded
+    from wikigame_spark.document import rounded
 
     r = success.loc["random"]
     assert f"{rounded(r.success_rate)} ± {rounded(r.success_rate_sd)} [{rounded(r.wilson_low)}, " in md

@@ -8,7 +8,8 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from wikigame_spark.evaluation import metrics, tables
+from wikigame_spark import summary
+from wikigame_spark.evaluation import tables
 from wikigame_spark.schemas import PLAYS
 
 
@@ -67,7 +68,7 @@ def test_success_rate_and_its_error_follow_the_formula(labelled):
         assert r.games == n and r.successes == k
         assert r.success_rate == pytest.approx(p)
         assert r.success_rate_sd == pytest.approx(math.sqrt(p * (1 - p) / n))
-        assert (r.success_rate, r.success_rate_sd) == pytest.approx(metrics.success_rate(rows.outcome))
+        assert (r.success_rate, r.success_rate_sd) == pytest.approx(summary.success_rate(rows.outcome))
 
 
 def test_steps_and_outcomes_match_the_metrics_module(labelled):
@@ -76,12 +77,12 @@ def test_steps_and_outcomes_match_the_metrics_module(labelled):
     steps = tables.steps_table(agg.groups)
     outcomes = tables.outcome_table(agg.outcomes)
     for (label, graph), rows in pdf.groupby(["label", "graph"]):
-        mean, se = metrics.mean_with_se(metrics.steps_above_optimal(rows))
+        mean, se = summary.mean_with_se(summary.steps_above_optimal(rows))
         r = steps[(steps.label == label) & (steps.graph == graph)].iloc[0]
         assert r.steps_above_optimal_mean == pytest.approx(mean)
         assert r.steps_above_optimal_se == pytest.approx(se)
         got = outcomes[(outcomes.label == label) & (outcomes.graph == graph)].set_index("outcome")["fraction"]
-        assert got.to_dict() == pytest.approx(metrics.outcome_fractions(rows.outcome))
+        assert got.to_dict() == pytest.approx(summary.outcome_fractions(rows.outcome))
     # the extra-steps counts hold every successful game with its limit max_steps − optimal
     won = pdf[pdf.outcome == "success"]
     assert agg.extra["games"].sum() == len(won)

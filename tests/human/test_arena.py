@@ -9,7 +9,8 @@ import pytest
 
 from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.graph.worker_graph import WorkerGraph
-from wikigame_spark.human.arena import GAVE_UP, Arena, Refused, check_name, plays_rows
+from wikigame_spark.human.arena import Arena, Refused, check_name, plays_rows
+from wikigame_spark.outcomes import GAVE_UP
 
 # 0 → 1 → 2 → 3, 2 → 1, 0 → 4 (4 has no links), 3 → 0
 EDGES = [(0, 1), (1, 2), (2, 3), (2, 1), (0, 4), (3, 0)]

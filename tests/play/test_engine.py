@@ -8,7 +8,8 @@ import pytest
 from wikigame_spark.agents.base import Agent, AgentSpec, Choice, agent_class, worker_agent
 from wikigame_spark.devtools.games import bfs_distances, write_games
 from wikigame_spark.graph.worker_graph import WorkerGraph
-from wikigame_spark.play.engine import DEAD_END, INVALID_CHOICE, STEP_LIMIT, SUCCESS, play_games
+from wikigame_spark.outcomes import DEAD_END, INVALID_CHOICE, STEP_LIMIT, SUCCESS
+from wikigame_spark.play.engine import play_games
 
 
 def graph(n, edges):

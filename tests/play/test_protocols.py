@@ -21,7 +21,8 @@ from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.evaluation.loops import route_loops
 from wikigame_spark.graph.worker_graph import WorkerGraph
-from wikigame_spark.play.engine import LOOP, STEP_LIMIT, SUCCESS, offered_links
+from wikigame_spark.outcomes import LOOP, STEP_LIMIT, SUCCESS
+from wikigame_spark.play.engine import offered_links
 from wikigame_spark.play.engine import play_games as play
 
 # 0 → 1, 0 → 2; 1 → 0, 1 → 3; 2 → 4; 3 → 1, 3 → 5; 4 → 5. Target 5.

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from wikigame_spark.evaluation import tables
 from wikigame_spark.evaluation.figures import _png, _row_name
-from wikigame_spark.evaluation.metrics import SUCCESS
+from wikigame_spark.outcomes import SUCCESS
 from wikigame_spark.schemas import OUTCOME, STEPS, require_columns
 
 BAND = "band"

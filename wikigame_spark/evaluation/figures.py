@@ -19,8 +19,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from wikigame_spark.document import rounded
 from wikigame_spark.evaluation.fits import StepFits, expected_fractions
-from wikigame_spark.evaluation.tables import EXTRA, GAMES, GRAPH, LABEL, LIMIT, rounded
+from wikigame_spark.evaluation.tables import EXTRA, GAMES, GRAPH, LABEL, LIMIT
+from wikigame_spark.outcomes import SUCCESS
 
 DPI = 120
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -258,7 +260,7 @@ def outcome_stacks(outcomes: pd.DataFrame, graphs: list[str]) -> bytes:
     left = np.zeros(len(outcomes))
     for i, outcome in enumerate(columns):
         values = outcomes[outcome].fillna(0).to_numpy(float)
-        color = "tab:green" if outcome == "success" else _OUTCOME_COLOURS[i % len(_OUTCOME_COLOURS)]
+        color = "tab:green" if outcome == SUCCESS else _OUTCOME_COLOURS[i % len(_OUTCOME_COLOURS)]
         ax.barh(y, values, left=left, color=color, label=outcome.replace("_", " "))
         for yi, lo, v in zip(y, left, values):
             if v >= 0.06:

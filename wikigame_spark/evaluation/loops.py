@@ -23,8 +23,7 @@ from scipy.stats import fisher_exact
 
 from wikigame_spark.evaluation import tables
 from wikigame_spark.evaluation.figures import _png, _row_name
-from wikigame_spark.evaluation.metrics import SUCCESS
-from wikigame_spark.play.engine import LOOP
+from wikigame_spark.outcomes import LOOP, SUCCESS
 from wikigame_spark.schemas import OUTCOME, ROUTE, require_columns
 
 REVISITS = "revisits"

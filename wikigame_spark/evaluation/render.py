@@ -8,9 +8,7 @@ folder's manifest) — which ``jobs/report.py`` logs to MLflow and publishes ato
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import html
 import json
 import math
 import os
@@ -21,6 +19,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from wikigame_spark import io
+from wikigame_spark.document import Document, fmt
 from wikigame_spark.evaluation import bands, figures, loops, protocols, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
 from wikigame_spark.evaluation.fits import MIN_FIT_GAMES
@@ -31,16 +30,6 @@ WILSON = ("wilson_low", "wilson_high")
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
-
-
-def _fmt(value, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, float):
-        if value != 0 and (abs(value) < 10 ** (-digits) or abs(value) >= 1e6):
-            return f"{value:.2e}"
-        return tables.rounded(value, digits)
-    return str(value)
 
 
 def _human_text(ev: Evaluation) -> str:
@@ -71,11 +60,11 @@ def _fits_display(ft: pd.DataFrame) -> pd.DataFrame:
                 "games fitted": r["fitted"],
                 "n (n free)": pm(r["n"], r["n_se"], 2),
                 "p (n free)": pm(r["p"], r["p_se"], 3),
-                "NLL (n free)": _fmt(r["nll"], 2),
+                "NLL (n free)": fmt(r["nll"], 2),
                 "p (n = 1)": pm(r["geometric_p"], r["geometric_p_se"], 3),
-                "NLL (n = 1)": _fmt(r["geometric_nll"], 2),
-                "2ΔNLL": _fmt(r["lrt_statistic"], 2),
-                "LRT p-value": _fmt(r["lrt_p_value"], 3),
+                "NLL (n = 1)": fmt(r["geometric_nll"], 2),
+                "2ΔNLL": fmt(r["lrt_statistic"], 2),
+                "LRT p-value": fmt(r["lrt_p_value"], 3),
                 "note": "; ".join(t for t in (r["note"], _implied(r)) if t),
             }
         )
@@ -89,92 +78,22 @@ def _implied(r) -> str:
     return f"implied success rate without the time limit {tables.format_pm(rate, r['implied_success_rate_se'])}"
 
 
-def _md_table(df: pd.DataFrame) -> str:
-    cell = lambda v: _fmt(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(cell(c) for c in df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
+class _Report(Document):
+    """The report's document: its tables get a protocol column when the runs mix protocols."""
 
-
-def _html_table(df: pd.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
-        for row in df.itertuples(index=False)
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_CSS = (
-    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-    "table{border-collapse:collapse;margin:1em 0;font-size:14px}"
-    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f3f3f3}"
-    "img{max-width:100%;border:1px solid #eee;margin:0.5em 0}figcaption{color:#555;font-size:13px}"
-)
-
-
-class _Doc:
-    """Blocks rendered twice: Markdown (figures by relative path) and HTML (figures inlined)."""
-
-    def __init__(self) -> None:
-        self.blocks: list[tuple] = []
-        self.files: dict[str, bytes] = {}
-        self.protocols: dict[str, str] = {}  # label → protocol: tables get a protocol column when mixed
-
-    def heading(self, text: str, level: int = 2) -> None:
-        self.blocks.append(("h", level, text))
-
-    def para(self, text: str) -> None:
-        self.blocks.append(("p", text))
+    def __init__(self, protocols_by_label: dict[str, str]) -> None:
+        super().__init__()
+        self.protocols = protocols_by_label  # label → protocol
 
     def table(self, df: pd.DataFrame) -> None:
-        self.blocks.append(("table", protocols.with_protocol_column(df, self.protocols)))
-
-    def figure(self, name: str, png: bytes, caption: str) -> None:
-        path = f"figures/{name}.png"
-        self.files[path] = png
-        self.blocks.append(("figure", path, caption))
-
-    def markdown(self) -> str:
-        out = []
-        for b in self.blocks:
-            if b[0] == "h":
-                out.append("#" * b[1] + " " + b[2])
-            elif b[0] == "p":
-                out.append(b[1])
-            elif b[0] == "table":
-                out.append(_md_table(b[1]))
-            else:
-                out.append(f"![{b[2]}]({b[1]})\n\n*{b[2]}*")
-        return "\n\n".join(out) + "\n"
-
-    def html(self, title: str) -> str:
-        out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"]
-        out.append(f"<style>{_CSS}</style></head><body>")
-        for b in self.blocks:
-            if b[0] == "h":
-                out.append(f"<h{b[1]}>{html.escape(b[2])}</h{b[1]}>")
-            elif b[0] == "p":
-                text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(b[1]))
-                out.append(f"<p>{text}</p>")
-            elif b[0] == "table":
-                out.append(_html_table(b[1]))
-            else:
-                data = base64.b64encode(self.files[b[1]]).decode("ascii")
-                out.append(
-                    f"<figure><img alt='{html.escape(b[2])}' src='data:image/png;base64,{data}'>"
-                    f"<figcaption>{html.escape(b[2])}</figcaption></figure>"
-                )
-        out.append("</body></html>")
-        return "\n".join(out) + "\n"
+        super().table(protocols.with_protocol_column(df, self.protocols))
 
 
 def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: str = "") -> dict[str, bytes]:
     """The report's files: relative path → content."""
     created = created or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     labels, graphs = ev.labels, ev.graphs
-    doc = _Doc()
-    doc.protocols = ev.protocols
+    doc = _Report(ev.protocols)
     title = f"Wikipedia Game report — {experiment}"
     doc.heading(title, 1)
     games = int(ev.success[tables.GAMES].sum())
@@ -297,7 +216,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     return _files(doc, ev, title, experiment, created, run_id)
 
 
-def _files(doc: _Doc, ev: Evaluation, title: str, experiment: str, created: str, run_id: str) -> dict[str, bytes]:
+def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: str, run_id: str) -> dict[str, bytes]:
     files = dict(doc.files)
     files["report.md"] = doc.markdown().encode("utf-8")
     files["report.html"] = doc.html(title).encode("utf-8")

@@ -4,22 +4,21 @@ optimal ± standard error) and the outcome breakdowns of Figures 15–17.
 
 A group is one agent (``label``) on one graph (``graph``); the report labels every play with
 the run it came from before it gets here. The formulas are those of
-:mod:`wikigame_spark.evaluation.metrics`, applied to counts instead of rows, so a plays table of
+:mod:`wikigame_spark.summary`, applied to counts instead of rows, so a plays table of
 any size costs three small aggregations.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wikigame_spark.evaluation.metrics import SUCCESS
+from wikigame_spark.document import is_missing, rounded
+from wikigame_spark.outcomes import SUCCESS
 from wikigame_spark.schemas import AGENT, MODEL, OUTCOME, STEPS, require_columns
 
 LABEL = "label"
@@ -141,32 +140,18 @@ def graph_order(success: pd.DataFrame) -> list[str]:
     return list(success.groupby(GRAPH)[GAMES].sum().sort_values(ascending=False, kind="stable").index)
 
 
-def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def rounded(value: float, digits: int = 2) -> str:
-    """The report's one rounding rule, in tables and figures alike: the decimal value as Python
-    prints it, rounded half away from zero (0.175 → ``0.18``, never ``0.17`` here and ``18 %``
-    there); ``–`` for no value."""
-    if _missing(value):
-        return "–"
-    d = Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    return f"{abs(d) if d == 0 else d:.{digits}f}"
-
-
 def format_pm(value: float, error: float, digits: int = 2) -> str:
     """``0.53 ± 0.05``; ``–`` for no value, no ``±`` for an unknown error."""
-    if _missing(value):
+    if is_missing(value):
         return "–"
-    if _missing(error):
+    if is_missing(error):
         return rounded(value, digits)
     return f"{rounded(value, digits)} ± {rounded(error, digits)}"
 
 
 def format_interval(low: float, high: float, digits: int = 2) -> str:
     """``[0.43, 0.62]``; empty when unknown."""
-    return "" if _missing(low) or _missing(high) else f"[{rounded(low, digits)}, {rounded(high, digits)}]"
+    return "" if is_missing(low) or is_missing(high) else f"[{rounded(low, digits)}, {rounded(high, digits)}]"
 
 
 def wide(

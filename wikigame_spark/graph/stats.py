@@ -190,14 +190,14 @@ def render(report: dict, title: str, png: bytes, png_name: str) -> dict[str, byt
     """``stats.md`` (the figure by its file name ``png_name``) and ``stats.html`` (inlined) of a report."""
     import pandas as pd
 
-    from wikigame_spark.evaluation.render import _Doc
+    from wikigame_spark.document import Document
 
     def rows(values: dict, labels: dict) -> pd.DataFrame:
         shown = [str(v) if isinstance(v, int) else f"{v:.4g}" for v in (values[k] for k in labels)]
         return pd.DataFrame({"statistic": list(labels.values()), "value": shown})
 
     r = report["reachability"]
-    doc = _Doc()
+    doc = Document()
     doc.heading(title, 1)
     doc.heading("Table 1")
     doc.table(rows(report["table1"], _TABLE1_LABELS))

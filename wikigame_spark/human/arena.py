@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.journal import Journal, read_events
-from wikigame_spark.ingest.humans import HUMAN, TIME_LIMIT
-from wikigame_spark.play.engine import DEAD_END, STEP_LIMIT, SUCCESS, offered_links
+from wikigame_spark.ingest.humans import HUMAN
+from wikigame_spark.outcomes import DEAD_END, GAVE_UP, STEP_LIMIT, SUCCESS, TIME_LIMIT
+from wikigame_spark.play.engine import offered_links
 
-GAVE_UP = "gave_up"
 MAX_NAME = 40
 # Letters or digits first, then letters, digits, spaces and . ' - _ (any script): safe in a URL
 # segment, never "." or "..", and readable in a table.

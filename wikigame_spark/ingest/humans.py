@@ -31,12 +31,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from wikigame_spark.drops import Drops
-from wikigame_spark.evaluation.metrics import SUCCESS
 from wikigame_spark.ingest.titles import capitalise_first
+from wikigame_spark.outcomes import SUCCESS, TIME_LIMIT
 from wikigame_spark.schemas import ID, TARGET, TITLE, require_columns
 
 HUMAN = "human"
-TIME_LIMIT = "time_limit"
 
 # Accepted header names per field, compared lower-case with everything but letters and digits
 # removed ("Time (m:s)" → "timems").

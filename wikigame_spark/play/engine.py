@@ -23,16 +23,10 @@ from pyspark.sql import DataFrame
 from wikigame_spark.agents.base import Agent, AgentSpec, StepRequest, worker_agent
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.outcomes import DEAD_END, INVALID_CHOICE, LOOP, STEP_LIMIT, SUCCESS
 from wikigame_spark.schemas import GAMES, PLAYS, require_columns
 
 log = logging.getLogger(__name__)
-
-SUCCESS = "success"
-STEP_LIMIT = "step_limit"
-DEAD_END = "dead_end"
-LOOP = "loop"
-INVALID_CHOICE = "invalid_choice"
-ENGINE_OUTCOMES = (SUCCESS, STEP_LIMIT, DEAD_END, LOOP)
 
 
 class _Game:
