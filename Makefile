@@ -9,12 +9,15 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 
-.PHONY: install test demo bench lint clean llama-server
+.PHONY: install test check demo bench lint clean llama-server browser
+
+# apt-get for the steps that `make -j` runs side by side: one at a time, since apt takes a lock.
+APT_GET := flock /tmp/wikigame-apt.lock apt-get
 
 install: $(VENV)/.installed jars/.installed
 
 $(VENV)/.installed: setup.py
-	@command -v python3 >/dev/null || { apt-get update -qq && apt-get install -y -qq python3 python3-venv; }
+	@command -v python3 >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq python3 python3-venv; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
@@ -28,7 +31,7 @@ GRAPHFRAMES_VENDOR ?= ../shared/vendor/graphframes
 GRAPHFRAMES_SHA256 := a2578ca88c604e2f81860d36fbffa6c646908f44d341718cf7f8a9f2b2c4c959
 jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 	@bash conf/check_java.sh
-	@command -v mvn >/dev/null || { apt-get update -qq && apt-get install -y -qq maven; }
+	@command -v mvn >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq maven; }
 	@hadoop=$$(ls $(VENV)/lib/python3*/site-packages/pyspark/jars/ | sed -n 's/^hadoop-client-api-\(.*\)\.jar$$/\1/p'); \
 	  grep -q "<hadoop.version>$$hadoop<" conf/maven/pom.xml || { echo "pyspark ships Hadoop $$hadoop but conf/maven/pom.xml pins another version"; exit 1; }
 	@v=$$(sed -n 's:.*<graphframes.version>\(.*\)</graphframes.version>.*:\1:p' conf/maven/pom.xml); \
@@ -48,7 +51,7 @@ jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 LLAMA_SERVER_BIN := .cache/llama.cpp/bin/llama-server
 llama-server: $(LLAMA_SERVER_BIN)
 $(LLAMA_SERVER_BIN): $(VENV)/.installed
-	@command -v cmake >/dev/null || { apt-get update -qq && apt-get install -y -qq cmake; }
+	@command -v cmake >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq cmake; }
 	@v=$$($(PY) -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))'); d=.cache/llama.cpp; \
 	  rm -rf $$d/src $$d/build && mkdir -p $$d/src $$d/bin && \
 	  $(PY) -m pip download -q --no-binary :all: --no-deps -d $$d llama-cpp-python==$$v && \
@@ -58,15 +61,31 @@ $(LLAMA_SERVER_BIN): $(VENV)/.installed
 	    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
 	    -DLLAMA_CURL=OFF > $$d/build.log 2>&1 && \
 	  cmake --build $$d/build --target llama-server -j$$(nproc) >> $$d/build.log 2>&1 && \
-	  cp $$d/build/bin/llama-server $@ && rm -rf $$d/src $$d/build
+	  cp $$d/build/bin/llama-server $@.tmp && mv $@.tmp $@ && rm -rf $$d/src $$d/build
 
 # Headless Chromium and its driver from Debian's packages: tests/human plays in a real browser.
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
+	  { $(APT_GET) update -qq && $(APT_GET) install -y -qq chromium chromium-driver; }
 
-test: install llama-server browser
-	$(PY) -m pytest -q tests
+# Everything: the installs side by side (Chromium's while pip installs, Maven's jars after), then the
+# suite while llama-server compiles beside it at the lowest CPU priority, so the build takes only
+# the cores the tests leave idle. The tests marked llm_build run last and wait for the build's exit
+# status in the file that WIKIGAME_LLAMA_BUILD_STATUS names (tests/conftest.py).
+LLAMA_BUILD_STATUS := $(CURDIR)/.cache/llama-server.status
+test:
+	@$(MAKE) --no-print-directory -j3 install browser
+	@mkdir -p .cache && rm -f $(LLAMA_BUILD_STATUS); \
+	  ( nice -n 19 $(MAKE) --no-print-directory llama-server > .cache/llama-server-make.log 2>&1; \
+	    echo $$? > $(LLAMA_BUILD_STATUS).tmp && mv $(LLAMA_BUILD_STATUS).tmp $(LLAMA_BUILD_STATUS) ) & build=$$!; \
+	  WIKIGAME_LLAMA_BUILD_STATUS=$(LLAMA_BUILD_STATUS) $(PY) -m pytest -q tests; status=$$?; \
+	  wait $$build; exit $$status
+
+# The inner loop before each commit (docs/contributing.md): lint, then the tests that need no
+# cluster, browser or llama-server build, and none of the slow end-to-end ones.
+CHECK_TESTS := not cluster and not browser and not llm_build and not slow
+check: lint
+	$(PY) -m pytest -q -m "$(CHECK_TESTS)" tests
 
 # The main job on the embedded default, then the whole study on it: the complete Latgalian
 # Wikipedia → graph → statistics → games → embedding, TF-IDF, random and Gemma (llama.cpp) runs in MLflow.

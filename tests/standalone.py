@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from typing import ClassVar
 
 VENV_BIN = os.path.dirname(sys.executable)
 
@@ -19,7 +21,16 @@ def free_port() -> int:
 
 
 class StandaloneCluster:
-    """Master + ``workers`` worker processes; ``url`` is the ``spark://`` master address."""
+    """Master + ``workers`` worker processes; ``url`` is the ``spark://`` master address.
+
+    One cluster of a shape serves the whole test run: starting three JVMs and waiting for the
+    workers to register costs more than most of the jobs submitted to it. Entering a cluster whose
+    shape is already running in this process takes that one (its ``url``, ``workdir`` and
+    processes); leaving it keeps it up for the next test, and it stops when the process exits.
+    Each job is its own application with its own executors, so tests share no state but the JVMs.
+    """
+
+    _running: ClassVar[dict[tuple, StandaloneCluster]] = {}
 
     def __init__(self, workdir: str, workers: int = 2, cores: int = 1, memory: str = "1g"):
         self.workdir = workdir
@@ -39,6 +50,23 @@ class StandaloneCluster:
         )
 
     def __enter__(self) -> StandaloneCluster:
+        shape = (self.workers, self.cores, self.memory)
+        running = self._running.get(shape)
+        if running is not None and running.alive():
+            self.workdir, self.url, self.procs = running.workdir, running.url, running.procs
+            return self
+        self._start()
+        self._running[shape] = self
+        atexit.register(self.stop)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass  # kept for the next test of the run; see the class docstring
+
+    def alive(self) -> bool:
+        return bool(self.procs) and all(p.poll() is None for p in self.procs)
+
+    def _start(self) -> None:
         port, ui = free_port(), free_port()
         self.url = f"spark://127.0.0.1:{port}"
         self._spawn(
@@ -72,14 +100,14 @@ class StandaloneCluster:
                     import json
 
                     if len([w for w in json.load(r)["workers"] if w["state"] == "ALIVE"]) == self.workers:
-                        return self
+                        return
             except OSError:
                 pass
             time.sleep(1)
-        self.__exit__(None, None, None)
+        self.stop()
         raise RuntimeError(f"standalone cluster did not start; see logs in {self.workdir}")
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
         for p in self.procs:
             p.terminate()
         for p in self.procs:

@@ -63,6 +63,7 @@ def prompt_tokens(text: str) -> int:
     return len(vocab.tokenize(text.encode("utf-8"), add_bos=True, special=True))
 
 
+@pytest.mark.llm_build
 @pytest.mark.parametrize("engine", [PYTHON, NATIVE])
 def test_server_renders_gemma_turns_and_caps_replies(engine, tmp_path):
     if engine == NATIVE and not native_available():
@@ -99,6 +100,7 @@ def slots(base_url: str) -> list[dict]:
         return json.load(r)
 
 
+@pytest.mark.llm_build
 def test_an_abandoned_request_ends_at_its_cap(tmp_path):
     """A client that times out leaves the native server generating for nobody only up to the
     reply's cap (this build does not stop a non-streamed reply when its client hangs up), after

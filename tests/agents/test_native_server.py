@@ -5,6 +5,7 @@ import threading
 import urllib.request
 
 import pyarrow.parquet as pq
+import pytest
 
 from wikigame_spark.agents.llm import LlmAgent
 from wikigame_spark.devtools.games import write_games
@@ -24,6 +25,7 @@ def busy_slots(base_url: str, stop: threading.Event, peak: list[int]) -> None:
         stop.wait(0.05)
 
 
+@pytest.mark.llm_build
 def test_concurrent_games_share_the_native_servers_slots(ltg_graph, tmp_path):
     games_dir = write_games(ltg_graph, SLOTS, seed=11, path=str(tmp_path / "games"))
     games = pq.read_table(f"{games_dir}/games").to_pylist()

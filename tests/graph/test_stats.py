@@ -129,6 +129,7 @@ def independent_components(ids, edges) -> dict:
     return out
 
 
+@pytest.mark.cluster
 def test_graphframes_stage_on_the_standalone_cluster(spark, ltg_graph, tmp_path):
     """graph_stats with the GraphFrames method by spark-submit to a master with two worker processes
     on 127.0.0.1 (GraphFrames from spark-defaults' spark.jars): the same statistics as in-process."""

@@ -34,6 +34,8 @@ from tests.human.server import HumanPlayServer, chromium, get, post, shortest_pa
 from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.schemas import PLAYS
 
+pytestmark = pytest.mark.browser
+
 EXPERIMENT = "humans"
 RUN = "browser"
 GAMES = 12

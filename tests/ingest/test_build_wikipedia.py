@@ -126,6 +126,7 @@ def test_two_files_of_different_wikis_are_refused(tmp_path):
     assert not os.path.exists(tmp_path / "mixed")
 
 
+@pytest.mark.cluster
 def test_standalone_cluster_gives_the_same_graph(spark, ltg_graph, tmp_path):
     """spark-submit to a real master with two worker processes on 127.0.0.1."""
     import subprocess

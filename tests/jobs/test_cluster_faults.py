@@ -28,6 +28,8 @@ from tests.play.test_run_record import args, kill_after_first_chunk, play_games_
 from tests.standalone import StandaloneCluster
 from wikigame_spark.devtools.games import write_games
 
+pytestmark = pytest.mark.cluster
+
 EXECUTOR = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 
