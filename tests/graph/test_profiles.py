@@ -93,8 +93,11 @@ def test_unknown_node_is_named():
 
 
 def test_degree_strata_keep_ties_together():
-    strata, cuts = degree_strata(np.array([1, 1, 1, 1, 2, 3, 8, 20]), 4)
-    assert len(cuts) == 3
-    assert len(set(strata[:4].tolist())) == 1  # equal degrees, one stratum
+    values = np.array([0, 0, 1, 1, 1, 1, 2, 3, 8, 20])
+    strata, cuts = degree_strata(values, 4)
+    assert cuts.tolist() == pytest.approx(np.quantile([1, 1, 1, 1, 2, 3, 8, 20], [0.25, 0.5, 0.75]).tolist())
+    assert len(set(strata[:6].tolist())) == 1  # no links and equal degrees: one stratum
     assert strata.tolist() == sorted(strata.tolist())
     assert strata[-1] == 3
+    for v, s in zip(values, strata):  # a value equal to a cut falls below it
+        assert s == sum(v > c for c in cuts)

@@ -14,6 +14,7 @@ quantile among all the graph's nodes (:func:`~wikigame_spark.graph.profiles.degr
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -59,8 +60,9 @@ def _made_from(spark: SparkSession, graph_dir: str, run, games: str) -> dict:
 
 def _strata(values, quantiles: int, what: str):
     strata, cuts = degree_strata(values, quantiles)
-    edges = [0, *[int(c) for c in cuts], int(values.max()) if values.size else 0]
-    names = [f"Q{q + 1} ({what} {edges[q]}–{edges[q + 1]})" for q in range(quantiles)]
+    low = [0, *[math.floor(c) + 1 for c in cuts]]
+    high = [*[math.floor(c) for c in cuts], int(values.max()) if values.size else 0]
+    names = [f"Q{q + 1} ({what} {low[q]}–{high[q]})" for q in range(quantiles)]
     return strata, names
 
 

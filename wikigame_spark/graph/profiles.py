@@ -172,12 +172,16 @@ class ProfileGraph:
 
 
 def degree_strata(values: np.ndarray, quantiles: int) -> tuple[np.ndarray, np.ndarray]:
-    """Quantile strata 0…k−1 of ``values`` (degrees) and the cut points between them.
+    """Quantile strata 0…k−1 of ``values`` (degrees) and the k − 1 cut points between them.
 
-    Cuts are the values' own quantiles, so equal degrees share a stratum; with heavy ties (many
-    nodes of degree 1) a stratum can be empty, which callers report rather than hide."""
+    The cuts are quantiles of the positive values: a page without in-links is never a target, one
+    without links never a source, and counting them would fill the lowest strata with pages no
+    game can use. A value equal to a cut falls in the stratum below, so equal degrees share one;
+    with heavy ties a stratum can be empty, which callers report rather than hide."""
     if quantiles < 2:
         raise ValueError(f"degree strata: {quantiles} quantiles; ask for at least 2")
     values = np.asarray(values)
-    cuts = np.quantile(values, np.arange(1, quantiles) / quantiles) if values.size else np.zeros(quantiles - 1)
-    return np.searchsorted(cuts, values, side="right").astype(np.int32), cuts
+    positive = values[values > 0]
+    probs = np.arange(1, quantiles) / quantiles
+    cuts = np.quantile(positive, probs) if positive.size else np.zeros(quantiles - 1)
+    return np.searchsorted(cuts, values, side="left").astype(np.int32), cuts
