@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import http.client
+import json
 import os
 import shutil
 import signal
@@ -60,9 +62,14 @@ class HumanPlayServer:
         raise RuntimeError(f"human_play did not answer within {timeout} s:\n{self.log()}")
 
     def kill(self) -> None:
-        """SIGKILL: no chance to record anything, as in a crash."""
-        self.proc.kill()
+        """SIGKILL to the server's PID: no chance to record anything, as in a crash."""
+        os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
+
+    def peak_rss_kib(self) -> int:
+        """The server process's peak resident set size so far (VmHWM)."""
+        with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 300) -> int:
         """Send ``sig`` and wait for the run to be recorded and the process to exit."""
@@ -75,22 +82,67 @@ class HumanPlayServer:
             raise
 
 
-def post(url: str, fields: dict) -> tuple[int, str]:
-    """POST a form as a crafted client would; (status, body) after redirects."""
-    data = urllib.parse.urlencode(fields).encode()
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=30) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+class Client:
+    """A crafted client with a browser's manners: its own cookie jar, and the ``Origin`` of the
+    server's pages on every POST (``origin=None``: none; a string: that one). Redirects are not
+    followed, so a move's answer is the server's acknowledgement itself (303)."""
+
+    def __init__(self, srv: HumanPlayServer, origin: str | None = "own", cookies: dict | None = None) -> None:
+        self.srv = srv
+        self.origin = f"http://127.0.0.1:{srv.port}" if origin == "own" else origin
+        self.cookies = dict(cookies or {})
+
+    @classmethod
+    def of_browser(cls, srv: HumanPlayServer, driver) -> Client:
+        """A client holding the cookies of a Selenium browser: it acts as that browser."""
+        return cls(srv, cookies={c["name"]: c["value"] for c in driver.get_cookies()})
+
+    def request(self, method: str, path: str, fields: dict | None = None, headers: dict | None = None):
+        """(status, body, headers) of one request; Set-Cookie is kept."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=30)
+        try:
+            head = dict(headers or {})
+            if self.cookies:
+                head["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+            body = None
+            if method == "POST":
+                body = urllib.parse.urlencode(fields or {}).encode()
+                head["Content-Type"] = "application/x-www-form-urlencoded"
+                if self.origin is not None:
+                    head.setdefault("Origin", self.origin)
+            conn.request(method, path, body=body, headers=head)
+            r = conn.getresponse()
+            for value in r.headers.get_all("Set-Cookie") or []:
+                name, _, rest = value.partition("=")
+                self.cookies[name.strip()] = rest.split(";", 1)[0]
+            return r.status, r.read().decode(), r.headers
+        finally:
+            conn.close()
+
+    def get(self, path: str) -> tuple[int, str]:
+        """GET, following the server's redirects (as a browser does)."""
+        for _ in range(5):
+            status, body, headers = self.request("GET", path)
+            if status not in (302, 303):
+                return status, body
+            path = headers["Location"]
+        raise AssertionError(f"redirect loop at {path}")
+
+    def post(self, path: str, fields: dict, headers: dict | None = None) -> tuple[int, str]:
+        """POST a form; a 303 is followed by a GET of its target, as a browser does."""
+        status, body, head = self.request("POST", path, fields, headers)
+        if status == 303:
+            return self.get(head["Location"])
+        return status, body
+
+    def start(self, name: str) -> tuple[int, str]:
+        """Start playing as ``name`` from this client: the name becomes its own."""
+        return self.post("/start", {"name": name})
 
 
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+def journal(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
 
 
 def shortest_path(adj: dict, source: int, target: int) -> list[int]:
@@ -111,8 +163,9 @@ def shortest_path(adj: dict, source: int, target: int) -> list[int]:
     return path[::-1]
 
 
-def chromium(javascript: bool = True):
-    """Headless Chromium from Debian's packages through its chromedriver (no download)."""
+def chromium(javascript: bool = True, args: tuple[str, ...] = ()):
+    """Headless Chromium from Debian's packages through its chromedriver (no download); ``args``:
+    more command-line switches."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -120,7 +173,14 @@ def chromium(javascript: bool = True):
         raise RuntimeError("chromium and chromium-driver are not installed: run `make browser`")
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,960"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,960",
+        *args,
+    ):
         opts.add_argument(arg)
     if not javascript:
         opts.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})

@@ -3,11 +3,16 @@
 The run's folder is ``GRAPH/human/RUN_NAME`` (the journal); its plays go to ``GRAPH/plays/RUN_NAME``
 and to an MLflow run through :func:`wikigame_spark.play.record.record_plays` (a plays folder and a
 run like a play run's), so ``jobs/report.py`` reads them like any agent's. The inputs, the output
-and the tracking store are checked (:mod:`wikigame_spark.preflight`) before anyone plays.
+and the tracking store are checked (:mod:`wikigame_spark.preflight`) before anyone plays, and the
+run has one server: it holds the plays folder's one-writer lock (:func:`wikigame_spark.io.output_lock`,
+as ``play_games`` does) while it serves and records.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import math
 import re
 from dataclasses import asdict, dataclass
 
@@ -45,8 +50,10 @@ class HumanPlayConfig:
             raise ValueError(f"--run-name {self.run_name!r}: letters, digits, . - _ only (it names a folder)")
         if not 0 < self.port < 65536:
             raise ValueError(f"--port {self.port}: not a port")
-        if self.time_limit < 0 or self.max_steps < 1:
-            raise ValueError("--time-limit must be ≥ 0 (0: none) and --max-steps ≥ 1")
+        if not (math.isfinite(self.time_limit) and self.time_limit >= 0):
+            raise ValueError(f"--time-limit {self.time_limit:g}: seconds per game, a number ≥ 0 (0: none)")
+        if self.max_steps < 1:
+            raise ValueError(f"--max-steps {self.max_steps}: must be ≥ 1")
 
     @property
     def graph_dir(self) -> str:
@@ -85,14 +92,33 @@ def load_games(games_dir: str, graph: WorkerGraph) -> list[dict]:
 
 def check(cfg: HumanPlayConfig) -> dict:
     """Before anyone plays: the flags, the graph, games sampled on it, a writable plays folder and
-    tracking store. Returns the graph's manifest."""
+    tracking store, and the run's lock (:func:`hold_lock`). Returns the graph's manifest."""
     cfg.validate()
     graph_manifest = preflight.require_graph(cfg.graph_dir)
     games_manifest = preflight.require_games(cfg.games_dir, "--games")
     preflight.games_bound_to(games_manifest, graph_manifest, cfg.games_dir, cfg.graph_dir)
     preflight.check_output(cfg.output, overwrite=True)  # each stop of the run replaces its plays
+    hold_lock(cfg)
     preflight.check_tracking()
     return graph_manifest
+
+
+_HELD = contextlib.ExitStack()
+
+
+def run_lock(cfg: HumanPlayConfig) -> contextlib.AbstractContextManager[dict]:
+    """The run's one-writer lock: the plays folder's, which ``play_games`` takes too, so a second
+    server (or a play run) of the same name is refused naming the owner
+    (:class:`~wikigame_spark.io.OutputBusyError`); a killed owner's lock is taken over."""
+    return io.output_lock(cfg.output, what=f"human play run {cfg.run_name!r}")
+
+
+def hold_lock(cfg: HumanPlayConfig) -> dict:
+    """Take :func:`run_lock` until this process exits: the journal is appended and the plays are
+    recorded under it, and a crash leaves it to be taken over."""
+    owner = _HELD.enter_context(run_lock(cfg))
+    atexit.register(_HELD.close)
+    return owner
 
 
 def open_arena(cfg: HumanPlayConfig) -> Arena:
