@@ -12,8 +12,16 @@ The servers render Gemma's own turn format and the agent caps replies at its def
 unless ``--max-tokens`` says otherwise. The bundled model is the base Gemma-3-270M: the outcome
 counts printed check the plumbing, they are not a measure of play.
 
+The likelihood agent (``--likelihood-links 50 200``): steps per minute and prompt tokens per step
+when each step offers that many links, with the server's prefix cache and without it
+(``no_prefix_reuse``: every candidate's whole prompt evaluated), on the python engine (the one
+that returns prompt log-probs). Constrained choice (``--constrained``): the same games played by
+the ``llm`` agent free (the paper's) and with ``constrained=grammar``: games per minute, queries
+per game and outcomes.
+
     python bench/bench_llm.py [--games 8] [--concurrency 8] [--max-steps 3] [--engines python native]
-        [--latency 1.0] [--max-tokens N]
+        [--latency 1.0] [--max-tokens N] [--sections concurrency likelihood constrained]
+        [--likelihood-links 50 200] [--likelihood-steps 3]
 """
 
 from __future__ import annotations
@@ -27,13 +35,16 @@ from collections import Counter
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from bench.bench_play import build_real
+from wikigame_spark.agents.base import StepRequest
+from wikigame_spark.agents.likelihood import LikelihoodAgent
 from wikigame_spark.agents.llm import LlmAgent
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import write_games
-from wikigame_spark.devtools.local_server import ENGINES, NATIVE, LlamaServer
+from wikigame_spark.devtools.local_server import ENGINES, NATIVE, PYTHON, LlamaServer
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import play_games
 
@@ -49,6 +60,9 @@ def main() -> None:
     p.add_argument(
         "--latency", type=float, default=1.0, help="seconds per request of the hosted-API stand-in (0: skip)"
     )
+    p.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    p.add_argument("--likelihood-links", type=int, nargs="+", default=[50, 200], help="links offered per step")
+    p.add_argument("--likelihood-steps", type=int, default=3, help="steps timed per setting")
     args = p.parse_args()
     from wikigame_spark.session import build_session
 
@@ -59,6 +73,14 @@ def main() -> None:
     games = pq.read_table(f"{games_dir}/games").to_pylist()
     graph = WorkerGraph.from_directory(graph_dir)
     print(f"{len(games)} games on the Latgalian graph, <= {args.max_steps} steps, <= {args.max_titles} titles shown")
+    if "likelihood" in args.sections or "constrained" in args.sections:
+        with LlamaServer(engine=PYTHON) as server:
+            if "likelihood" in args.sections:
+                likelihood(games, graph, server, args)
+            if "constrained" in args.sections:
+                constrained(games, graph, server, args)
+    if "concurrency" not in args.sections:
+        return
     for engine in args.engines:
         parallel = args.concurrency if engine == NATIVE else 1
         with LlamaServer(engine=engine, parallel=parallel) as server:
@@ -67,6 +89,56 @@ def main() -> None:
     if args.latency > 0:
         with FaultyServer(latency=args.latency) as server:
             compare(f"hosted-API stand-in ({args.latency:.1f} s per request)", games, graph, server.url, "any", args)
+
+
+SECTIONS = ("concurrency", "likelihood", "constrained")
+
+
+def likelihood(games: list[dict], graph: WorkerGraph, server: LlamaServer, args) -> None:
+    """Steps per minute of the likelihood agent with N links offered, with and without prefix reuse."""
+    for links in args.likelihood_links:
+        for reuse in (True, False):
+            settings = {"model": server.model, "base_url": server.base_url, "max_titles": links, "timeout": 3600}
+            agent = LikelihoodAgent(graph, {**settings, "no_prefix_reuse": not reuse}, {})
+            requests = []
+            for i, g in enumerate(games[: args.likelihood_steps]):
+                # ``links`` candidates whatever the page's degree: the cost depends on their number
+                others = np.setdiff1d(np.arange(graph.num_nodes), [g["source"]])[i : i + links]
+                requests.append(StepRequest(i, 0, int(g["source"]), int(g["target"]), others, [int(g["source"])]))
+            start = time.perf_counter()
+            choices = [agent.choose([r])[0] for r in requests]
+            seconds = time.perf_counter() - start
+            tokens = sum(c.prompt_tokens for c in choices) / len(choices)
+            print(
+                f"likelihood agent, {links} links, prefix reuse {'on' if reuse else 'off'}: "
+                f"{len(choices) / seconds * 60:.2f} steps/min ({seconds / len(choices):.1f} s and "
+                f"{tokens:.0f} prompt tokens per step, {len(choices)} steps)"
+            )
+
+
+def constrained(games: list[dict], graph: WorkerGraph, server: LlamaServer, args) -> None:
+    """The llm agent free (the paper's protocol) and constrained to the offered titles, same games."""
+    for constraint in ("", "grammar"):
+        settings = {
+            "model": server.model,
+            "base_url": server.base_url,
+            "max_titles": args.max_titles,
+            "timeout": 600,
+            "max_tokens": args.max_tokens,
+            "constrained": constraint,
+        }
+        agent = LlmAgent(graph, settings, {})
+        start = time.perf_counter()
+        rows = play_games(games, graph, agent, args.max_steps, "llm", server.model)
+        seconds = time.perf_counter() - start
+        queries = sum(r["queries"] for r in rows) / len(rows)
+        steps = sum(r["steps"] for r in rows) / len(rows)
+        outcomes = Counter(r["outcome"] for r in rows)
+        print(
+            f"llm agent, {'constrained (grammar)' if constraint else 'free (the paper)'}: "
+            f"{len(rows) / seconds * 60:.2f} games/min ({seconds:.0f} s), {steps:.1f} steps and "
+            f"{queries:.1f} queries per game; outcomes {dict(sorted(outcomes.items()))}"
+        )
 
 
 def compare(label: str, games: list[dict], graph: WorkerGraph, base_url: str, model: str, args) -> None:

@@ -23,3 +23,7 @@ NO_ANSWER = "no_answer"
 # A person's (human/arena.py, ingest/humans.py)
 GAVE_UP = "gave_up"
 TIME_LIMIT = "time_limit"
+
+# The server never answered (no_response): says nothing of the player, so it stays out of a
+# success rate's denominator.
+SERVER_FAILURES = (NO_RESPONSE,)

@@ -114,3 +114,19 @@ def test_response_cache_makes_reruns_free(graph, tmp_path):
         # only the failures that raised (no reply to cache) are asked again
         again = len(server.requests) - calls
     assert again < calls / 3
+
+
+def test_games_the_server_never_answers_stop_the_agent(graph):
+    from wikigame_spark.agents.llm_client import ServerUnreachable
+
+    agent = LlmAgent(graph, settings("http://127.0.0.1:9/v1", http_retries=0, max_server_failures=3), {})
+    with pytest.raises(ServerUnreachable, match="3 games in a row got no answer"):
+        play(agent, graph)
+
+
+def test_in_flight_requests_are_bounded_by_the_servers_slots(graph):
+    with FaultyServer(latency=0.2, slots=2) as server:
+        agent = LlmAgent(graph, settings(server.url, concurrency=8, timeout=5), {})
+        assert agent.in_flight == 2
+        rows = play(agent, graph)
+    assert rows["good"]["outcome"] == SUCCESS

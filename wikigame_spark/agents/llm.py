@@ -5,13 +5,20 @@ checks the answer against exactly the titles shown, and retries up to ``max_retr
 the same conversation with the paper's follow-ups (Listings 6–9). Games in flight are asked
 concurrently (``concurrency`` threads per worker). Every failure ends the game with an outcome:
 ``hallucination`` (retries used up on bad answers), ``bad_request`` (the server refused),
-``no_response`` (timeouts/429/5xx after backoff), ``no_answer`` (reasoning reply without an
-``<answer>`` block).
+``no_response`` (the server never answered: timeouts/429/5xx/connection errors after backoff;
+the model's failure it is not), ``no_answer`` (reasoning reply without an ``<answer>`` block).
+
+The server is checked before any game (``/v1/models``: a wrong ``--base-url`` is one ``error:``
+line, exit 2), and ``max_server_failures`` games in a row that end ``no_response`` stop the run
+the same way (chunks already written stay; the same ``--run-name`` resumes). Requests in flight
+are bounded by the server's slots (:func:`~wikigame_spark.agents.llm_client.server_slots`).
 
 Beyond the paper, each off by default: ``shuffle_links`` (position-bias control), ``top_k``
 (offer only the k links most similar to the target by embedding — the hybrid agent the paper's
 discussion proposes), ``show_route`` (tell the model the pages visited so far and, when revisits
-are allowed, which offered titles lead back to one).
+are allowed, which offered titles lead back to one), ``constrained`` (the server restricts the
+answer to the offered titles: ``grammar``, a GBNF grammar, llama.cpp's servers; ``json_schema``,
+OpenAI's structured outputs with an ``enum``, OpenAI, vLLM, llama-server; docs/llm.md).
 """
 
 from __future__ import annotations
@@ -26,8 +33,19 @@ from pyspark.sql import SparkSession
 from wikigame_spark.agents import prompts
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.embedding import EmbeddingAgent
-from wikigame_spark.agents.llm_client import BadRequest, ChatClient, NoResponse, server_identity
-from wikigame_spark.config import AgentOptions, non_negative, option, positive
+from wikigame_spark.agents.llm_client import (
+    BadRequest,
+    ChatClient,
+    NoResponse,
+    ServerUnreachable,
+    Slots,
+    check_server,
+    server_identity,
+    server_slots,
+)
+from wikigame_spark.agents.options import AgentOptions, non_negative, option, positive
+from wikigame_spark.config import ConfigError
+from wikigame_spark.outcomes import BAD_REQUEST, HALLUCINATION, NO_ANSWER, NO_RESPONSE
 
 # Completion caps when --max-tokens is not given. The paper's answer, {"title": …, "reason": …},
 # takes well under 200 tokens; a reasoning reply thinks before its <answer>. Without a cap a model
@@ -35,15 +53,12 @@ from wikigame_spark.config import AgentOptions, non_negative, option, positive
 MAX_TOKENS = 200
 REASONING_MAX_TOKENS = 1024
 
-HALLUCINATION = "hallucination"
-BAD_REQUEST = "bad_request"
-NO_RESPONSE = "no_response"
-NO_ANSWER = "no_answer"
+CONSTRAINTS = ("grammar", "json_schema")
 
 
 @dataclass(frozen=True)
 class LlmOptions(AgentOptions):
-    """llm / reasoning agents (endpoint and key: OPENAI_BASE_URL, OPENAI_API_KEY)"""
+    """llm / reasoning / likelihood agents (endpoint and key: OPENAI_BASE_URL, OPENAI_API_KEY)"""
 
     base_url: str = option("", "OpenAI-compatible endpoint (default OPENAI_BASE_URL)", plays=False)
     temperature: float = option(0.0, "sampling temperature (default 0)")
@@ -53,16 +68,36 @@ class LlmOptions(AgentOptions):
     max_tokens: int = option(0, "completion token cap (default: llm 200, reasoning 1024)")
     max_titles: int = option(200, "link titles shown per step (paper: 200, 500 for GPT; 0 = all)")
     max_retries: int = option(4, "follow-ups after a bad answer (paper: 4)")
-    concurrency: int = option(8, "requests in flight per worker (default 8)", plays=False)
+    concurrency: int = option(
+        8,
+        "requests in flight at most (default 8; no more than the server's slots: 1 on a local server that "
+        "does not say)",
+        plays=False,
+    )
     response_cache: str = option("", "directory caching replies by request (reruns are free)", plays=False)
     shuffle_links: bool = option(False, "shuffle titles (position bias)")
     top_k: int = option(0, "offer only the k links most similar to the target (hybrid)")
     embedding_model: str = option("", f"model ranking links for --top-k (default {EmbeddingAgent.default_model})")
     show_route: bool = option(False, "tell the model the route so far")
+    constrained: str = option(
+        "",
+        "llm/reasoning: the server restricts the answer to the offered titles, by a GBNF grammar (llama.cpp) "
+        "or a JSON schema (OpenAI, vLLM, llama-server); default off, the paper's",
+        choices=("", *CONSTRAINTS),
+    )
+    length_normalise: bool = option(False, "likelihood: rank titles by mean log-prob per token (default: the sum)")
+    no_prefix_reuse: bool = option(
+        False, "likelihood: the server evaluates every candidate's whole prompt (benchmarks)", plays=False
+    )
+    max_server_failures: int = option(3, "games in a row ending no_response that stop the run (0: never)", plays=False)
 
     def validate(self) -> None:
         positive(self, "concurrency", "timeout")
-        non_negative(self, "max_titles", "max_retries", "http_retries", "top_k", "max_tokens")
+        non_negative(self, "max_titles", "max_retries", "http_retries", "top_k", "max_tokens", "max_server_failures")
+        if self.constrained and self.constrained not in CONSTRAINTS:
+            raise ConfigError(
+                f"constrained: must be one of {', '.join(CONSTRAINTS)} (or empty), got {self.constrained!r}"
+            )
 
     @property
     def ranking_model(self) -> str:
@@ -86,13 +121,32 @@ class LlmAgent(Agent):
         return {}
 
     @classmethod
+    def check_options(cls, options: LlmOptions) -> None:
+        """Refuse the options of the family that are not this agent's."""
+        if options.length_normalise or options.no_prefix_reuse:
+            raise ConfigError(
+                "length_normalise (--length-normalise) and no_prefix_reuse only apply to --agent likelihood"
+            )
+        if options.constrained == "json_schema" and cls.reasoning:
+            raise ConfigError("constrained: json_schema cannot hold the reasoning agent's <answer> tags; use grammar")
+
+    @classmethod
     def identity(cls, settings: dict) -> dict:
-        base_url = cls.options_of(settings).base_url or None
-        return server_identity(base_url, settings["model"], settings.get("api_key") or None)
+        """The server checked (it answers ``/v1/models``) before any game, then what it serves."""
+        options = cls.options_of(settings)
+        cls.check_options(options)
+        base_url, key = options.base_url or None, settings.get("api_key") or None
+        check_server(base_url, key)
+        return server_identity(base_url, settings["model"], key)
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)
         o = self.opts
+        base_url = o.base_url or None
+        slots = server_slots(base_url, settings.get("api_key") or None)
+        self.in_flight = min(int(o.concurrency), slots or int(o.concurrency))
+        self.slots = Slots(base_url or "", self.in_flight)
+        self.failures_in_a_row = 0
         self.client = ChatClient(
             model=settings["model"],
             base_url=o.base_url or None,
@@ -104,16 +158,40 @@ class LlmAgent(Agent):
             backoff=float(o.backoff),
             max_tokens=int(o.max_tokens) or self.default_max_tokens,
             cache_dir=o.response_cache,
+            slots=self.slots,
         )
         self.max_titles = int(o.max_titles)
         self.max_retries = int(o.max_retries)
-        self.pool = ThreadPoolExecutor(max_workers=int(o.concurrency))
+        self.pool = ThreadPoolExecutor(max_workers=self.in_flight)
         self.ranker = None
         if o.top_k > 0:
             self.ranker = EmbeddingAgent(graph, {"model": o.ranking_model}, resources["embedding"])
 
     def choose(self, requests: list[StepRequest]) -> list[Choice]:
-        return list(self.pool.map(self._step, requests))
+        choices = list(self.pool.map(self._step, requests))
+        self._count_server_failures(choices)
+        return choices
+
+    def _count_server_failures(self, choices: list[Choice]) -> None:
+        """Stop (a fault: exit 2) after ``max_server_failures`` games in a row the server never answered."""
+        limit = int(self.opts.max_server_failures)
+        for c in choices:
+            self.failures_in_a_row = self.failures_in_a_row + 1 if c.outcome == NO_RESPONSE else 0
+            if limit and self.failures_in_a_row >= limit:
+                raise ServerUnreachable(
+                    f"--base-url {self.opts.base_url or 'OPENAI_BASE_URL'}: {self.failures_in_a_row} games in a row "
+                    f"got no answer from the LLM server (last: {c.detail}); the chunks already written stay, "
+                    "rerun with the same --run-name to resume"
+                )
+
+    def _constraint(self, titles: list[str]) -> dict | None:
+        """The request fields that restrict the answer to ``titles`` (None: the paper's free answer)."""
+        if self.opts.constrained == "grammar":
+            return {"grammar": prompts.answer_grammar(titles, self.reasoning)}
+        if self.opts.constrained == "json_schema":
+            schema = {"name": "wikigame_choice", "strict": True, "schema": prompts.answer_schema(titles)}
+            return {"response_format": {"type": "json_schema", "json_schema": schema}}
+        return None
 
     def _offered(self, r: StepRequest) -> list[int]:
         offered = r.offered
@@ -151,9 +229,10 @@ class LlmAgent(Agent):
             )
 
         reply = None
+        constraint = self._constraint(titles)
         for _ in range(1 + self.max_retries):
             try:
-                reply = self.client.chat(messages)
+                reply = self.client.chat(messages, constraint)
             except BadRequest as e:
                 return ended(None, BAD_REQUEST, str(e)[:500])
             except NoResponse as e:

@@ -185,3 +185,71 @@ def gemma_prompt(messages: list[dict]) -> str:
             system = ""
         out.append(f"{m['content'].strip()}{GEMMA_END}\n")
     return "".join(out) + f"{GEMMA_START}model\n"
+
+
+# Beyond the paper (likelihood agent): the paper's prompt as plain text a base model continues;
+# each offered title is scored as the continuation, a newline closing it so that a title that is
+# the start of another does not win by stopping early.
+LIKELIHOOD_PROMPT = (
+    "{intro}\nThe target page: {target}\nI am on the page {current}. Of the titles on this page, "
+    "the next page to click is:"
+)
+
+
+def likelihood_prefix(target_title: str, target_summary: str, current_title: str) -> str:
+    """The prompt every offered title continues: the paper's opening, the target's title and summary
+    (JSON, as the paper sends them), the current page, and "the next page to click is:"."""
+    target = json.dumps({"title": target_title, "summary": target_summary}, ensure_ascii=False)
+    current = json.dumps(current_title, ensure_ascii=False)
+    return LIKELIHOOD_PROMPT.format(intro=f"{SYSTEM} {INTRO}", target=target, current=current)
+
+
+def likelihood_continuation(title: str) -> str:
+    return f" {title}\n"
+
+
+def continuation_score(offsets: list[int], logprobs: list[float | None], start: int, end: int) -> tuple[float, int]:
+    """(sum of log-probs, tokens) of the tokens of ``prompt[start:end]``, from a server's echoed
+    offsets: from the token that holds character ``start`` (a token across the boundary counts as
+    the continuation's), up to the tokens generated after the prompt (offset ``end`` and on)."""
+    first = max(i for i, o in enumerate(offsets) if o <= start)
+    picked = [lp for o, lp in zip(offsets[first:], logprobs[first:]) if o < end]
+    if not picked or any(lp is None for lp in picked):
+        raise ValueError(f"no log-probs for the continuation at characters {start}..{end}")
+    return float(sum(picked)), len(picked)
+
+
+# Constrained choice (beyond the paper): the answer restricted to the offered titles by the server.
+REASON_CHARS = 200
+
+
+def answer_schema(titles: list[str]) -> dict:
+    """The paper's answer as a JSON schema: a title among ``titles`` and a reason."""
+    return {
+        "type": "object",
+        "properties": {"title": {"type": "string", "enum": list(titles)}, "reason": {"type": "string"}},
+        "required": ["title", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def _gbnf_literal(text: str) -> str:
+    for raw, escaped in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")):
+        text = text.replace(raw, escaped)
+    return f'"{text}"'
+
+
+def answer_grammar(titles: list[str], reasoning: bool = False) -> str:
+    """A GBNF grammar (llama.cpp) for the paper's answer, ``{"title": <an offered title>, "reason":
+    "…"}`` (JSON-encoded as the prompt shows them, a reason of at most :data:`REASON_CHARS`
+    characters); for the reasoning agent, free thinking (no ``<``) before it in ``<answer>`` tags."""
+    choices = " | ".join(_gbnf_literal(json.dumps(t, ensure_ascii=False)) for t in titles)
+    answer = '"{\\"title\\": " title ", \\"reason\\": \\"" reason "\\"}"'
+    root = f"think {_gbnf_literal('<answer>')} answer {_gbnf_literal('</answer>')}" if reasoning else "answer"
+    lines = [f"root ::= {root}"]
+    lines.append(f"answer ::= {answer}")
+    lines.append(f"title ::= {choices}")
+    lines.append(f'reason ::= [^"\\\\\\n<]{{0,{REASON_CHARS}}}')
+    if reasoning:
+        lines.append("think ::= [^<]*")
+    return "\n".join(lines) + "\n"

@@ -5,6 +5,10 @@ every failure: 500s, timeouts, refusals, non-JSON, blank replies, invented title
 without a title or without answer tags, and transient 429/500 before a good answer. Any other
 target gets a good answer (the target if listed, else the first title) after ``latency`` seconds:
 the stand-in for a hosted API, whose time per request is waiting, not this machine's work.
+
+It lists one model at ``/v1/models``, says at ``/props`` that it serves ``slots`` requests at
+once (llama-server's ``total_slots``), and answers ``/v1/completions`` without log-probabilities
+whatever is asked (as a server that cannot echo them): the likelihood agent must refuse it.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ def _titles(messages: list[dict]) -> list[str]:
 
 
 class FaultyServer:
-    def __init__(self, delay: float = 2.0, latency: float = 0.0) -> None:
+    def __init__(self, delay: float = 2.0, latency: float = 0.0, slots: int = 8) -> None:
+        self.slots = slots
         self.delay = delay
         self.latency = latency
         self.requests: list[dict] = []
@@ -82,8 +87,36 @@ class FaultyServer:
             def log_message(self, *args):
                 pass
 
+            def _send(self, status: int, payload) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_GET(self):
+                if self.path.endswith("/models"):
+                    self._send(
+                        200, {"object": "list", "data": [{"id": "any", "object": "model", "owned_by": "faulty"}]}
+                    )
+                elif self.path == "/props":
+                    self._send(200, {"total_slots": outer.slots})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.endswith("/completions") and "messages" not in body:
+                    text = "no"
+                    choice = {"index": 0, "finish_reason": "length", "text": text, "logprobs": None}
+                    usage = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+                    payload = {"id": "x", "object": "text_completion", "created": 0, "model": body.get("model")}
+                    self._send(200, {**payload, "choices": [choice], "usage": usage})
+                    return
                 status, text = outer._reply_for(body)
                 if status == 200:
                     payload = {
@@ -98,15 +131,7 @@ class FaultyServer:
                     }
                 else:
                     payload = {"error": {"message": text or "server error", "type": "error", "code": text}}
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                self._send(status, payload)
 
         return Handler
 

@@ -19,6 +19,16 @@ request that names no ``max_tokens`` a cap of its own. Neither engine stops a re
 generating when the client hangs up (llama_cpp.server drops only queued ones), so the client's
 cap is what bounds abandoned work (the agents have one by default).
 
+The python engine also serves the likelihood agent (``agents/likelihood.py``): the model is loaded
+with ``logits_all``, so ``POST /v1/completions`` with ``echo`` and ``logprobs`` returns the prompt's
+token log-probabilities in OpenAI's format, as llama-cpp-python's server does; but llama-cpp-python
+ranks the whole vocabulary in Python for every token (Gemma's is 262,144), minutes per prompt, so
+:func:`serve_python` answers such requests itself from the same model: the prompt's common prefix
+with the last one is not evaluated again (llama-cpp-python's KV cache), its rows' log-normalisers
+are kept, and only the echoed token's log-probability (and the top one) is returned.
+``cache_prompt: false`` (llama.cpp's field) evaluates the whole prompt. llama.cpp's own server
+returns no prompt log-probabilities.
+
 The bundled model is the pretrained **base** Gemma-3-270M (no chat template, no instruction
 tuning in its metadata): it checks the plumbing (a real server, real tokens, every outcome path),
 it does not play the game. Runs made with it are labelled so
@@ -90,6 +100,7 @@ class LlamaServer:
         log_path: str | None = None,
         engine: str = PYTHON,
         parallel: int = 1,
+        logits_all: bool = True,
     ):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -100,6 +111,7 @@ class LlamaServer:
         self.threads = threads or max(1, (os.cpu_count() or 2))
         self.engine = engine
         self.parallel = parallel
+        self.logits_all = logits_all
         self.log_path = log_path or os.path.join(PROJECT_DIR, ".cache", f"llama-server-{self.port}.log")
         self.proc: subprocess.Popen | None = None
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -135,6 +147,8 @@ class LlamaServer:
             str(self.n_ctx),
             "--n_threads",
             str(self.threads),
+            "--logits_all",
+            str(self.logits_all),
         ]
 
     def start(self, timeout: float = 300) -> LlamaServer:
@@ -177,9 +191,13 @@ def serve_python() -> None:
     and a ``/props`` route, as llama.cpp's own server has, naming the engine and each model's chat
     format: llama_cpp.server reports neither, and a play run records both."""
     import llama_cpp
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
     from llama_cpp.llama_chat_format import ChatFormatterResponse, register_chat_format
     from llama_cpp.server import app
     from llama_cpp.server.__main__ import main as serve
+    from llama_cpp.server.types import CreateCompletionRequest
+    from starlette.concurrency import run_in_threadpool
 
     @register_chat_format(GEMMA_TURNS)
     def gemma_turns(messages, **_):
@@ -192,9 +210,91 @@ def serve_python() -> None:
         return {
             "engine": f"llama-cpp-python server {llama_cpp.__version__}",
             "chat_format": {alias: settings.chat_format for alias, settings in models.items()},
+            "total_slots": 1,  # one request decoded at a time
         }
 
+    stock = app.create_completion
+
+    async def completion(request: Request):
+        body = await request.json()
+        if not (body.get("echo") and body.get("logprobs") is not None and isinstance(body.get("prompt"), str)):
+            return await stock(request, CreateCompletionRequest(**body))
+        async with contextlib.asynccontextmanager(app.get_llama_proxy)() as proxy:
+            llama = proxy(body.get("model"))
+            if not llama._logits_all:
+                return JSONResponse({"error": {"message": "logprobs need logits_all"}}, status_code=400)
+            return await run_in_threadpool(echo_logprobs, llama, body["prompt"], body.get("cache_prompt", True))
+
+    completion.__annotations__["request"] = Request  # the module's annotations are strings FastAPI cannot resolve
+    app.router.add_api_route("/v1/completions", completion, methods=["POST"], include_in_schema=False)
+    app.router.routes.insert(0, app.router.routes.pop())  # before the stock route of the same path
     serve()
+
+
+def echo_logprobs(llama, prompt: str, cache_prompt: bool = True) -> dict:
+    """A completion response for ``echo`` + ``logprobs`` + one generated token, as
+    llama-cpp-python's ``create_completion`` makes it (BOS dropped, the first token's log-prob
+    null, character offsets), from rows of the model's own logits: tokens shared with the previous
+    prompt are not evaluated again, and their log-normalisers are kept."""
+    import numpy as np
+
+    tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+    if len(tokens) >= llama.n_ctx():
+        raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {llama.n_ctx()}")
+    cached = getattr(llama, "_echo_cache", ([], np.zeros(0)))
+    if not cache_prompt:
+        llama.reset()
+        cached = ([], np.zeros(0))
+    same = 0
+    for a, b in zip(llama.input_ids[: llama.n_tokens], tokens):
+        if a != b:
+            break
+        same += 1
+    same = min(same, len(tokens) - 1)  # the last row is evaluated again: it gives the next token
+    llama.n_tokens = same
+    llama.eval(tokens[same:])
+    scores = llama.scores[: len(tokens)]
+    kept = 0
+    for a, b in zip(cached[0], tokens[:same]):
+        if a != b:
+            break
+        kept += 1
+    rows = scores[kept:]
+    top = rows.max(axis=1)
+    fresh = top + np.log(np.exp(rows - top[:, None]).sum(axis=1))
+    lse = np.concatenate([cached[1][:kept], fresh])
+    llama._echo_cache = (list(tokens), lse)
+    bos = 1 if tokens[0] == llama.token_bos() else 0
+    shown = [*tokens[bos:], int(np.argmax(scores[-1]))]  # the prompt, then the one token generated
+    rows = np.arange(bos, len(tokens))  # row r predicts token r + 1
+    picked = scores[rows, shown[1:]] - lse[rows]
+    best = scores[rows].argmax(axis=1)
+    best_lp = scores[rows, best] - lse[rows]
+
+    def text(ids) -> str:
+        return llama.detokenize(ids).decode("utf-8", errors="ignore")
+
+    pieces = [
+        llama.detokenize([t], prev_tokens=shown[:i]).decode("utf-8", errors="ignore") for i, t in enumerate(shown)
+    ]
+    offsets = [len(text(shown[:i])) for i in range(len(shown))]
+    lp = [None, *(float(x) for x in picked)]  # OpenAI's: none for the first token
+    top = [None] + [{text([int(b)]): float(v), pieces[i + 1]: lp[i + 1]} for i, (b, v) in enumerate(zip(best, best_lp))]
+    return {
+        "id": f"cmpl-echo-{len(tokens)}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": llama.model_path,
+        "choices": [
+            {
+                "text": prompt + pieces[-1],
+                "index": 0,
+                "logprobs": {"tokens": pieces, "text_offset": offsets, "token_logprobs": lp, "top_logprobs": top},
+                "finish_reason": "length",
+            }
+        ],
+        "usage": {"prompt_tokens": len(tokens), "completion_tokens": 1, "total_tokens": len(tokens) + 1},
+    }
 
 
 def main() -> None:
