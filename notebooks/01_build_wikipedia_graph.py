@@ -22,7 +22,7 @@ overwrite = widget("overwrite", "true") == "true"
 
 # COMMAND ----------
 
-from jobs import build_wikipedia  # noqa: E402
+from wikigame_spark.jobs.build_wikipedia import JOB as build_wikipedia  # noqa: E402
 
 build_wikipedia.main(["--input", dump, "--output", graph] + (["--overwrite"] if overwrite else []))
 

@@ -28,7 +28,7 @@ overwrite = widget("overwrite", "true") == "true"
 
 # COMMAND ----------
 
-from jobs import build_openalex  # noqa: E402
+from wikigame_spark.jobs.build_openalex import JOB as build_openalex  # noqa: E402
 
 argv = ["--input", snapshot, "--output", graphs, "--language", language]
 argv += [a for f in fields for a in ("--field", f)]

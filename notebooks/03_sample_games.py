@@ -25,7 +25,8 @@ experiment = widget("experiment", "notebooks", "/Shared/wikigame")
 
 # COMMAND ----------
 
-from jobs import graph_stats, sample_games  # noqa: E402
+from wikigame_spark.jobs.graph_stats import JOB as graph_stats  # noqa: E402
+from wikigame_spark.jobs.sample_games import JOB as sample_games  # noqa: E402
 
 if stats:
     graph_stats.main(["--graph", graph, "--pairs", pairs, "--seed", seed, "--experiment", experiment, "--overwrite"])

@@ -27,7 +27,7 @@ if not ON_DATABRICKS:
 
 # COMMAND ----------
 
-from jobs import play_games  # noqa: E402
+from wikigame_spark.jobs.play_games import JOB as play_games  # noqa: E402
 
 for agent in agents:
     play_games.main(

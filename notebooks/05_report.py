@@ -22,7 +22,7 @@ runs = widget("runs", "")  # space-separated MLflow run ids; empty = every finis
 
 # COMMAND ----------
 
-from jobs import report  # noqa: E402
+from wikigame_spark.jobs.report import JOB as report  # noqa: E402
 
 report.main(["--experiment", experiment, "--output", report_dir] + (["--runs", *runs.split()] if runs else []))
 

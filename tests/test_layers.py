@@ -53,8 +53,6 @@ KNOWN = {
     # the registry imports the agents package to register the built-in agents, whose modules
     # import the registry: a circle inside agents
     ("wikigame_spark.agents.base", "wikigame_spark.agents"),
-    # the options look their agent up in the registry, which imports the options
-    ("wikigame_spark.agents.options", "wikigame_spark.agents.base"),
 }
 
 # Outcome names defined outside outcomes.py, in modules this change does not own.

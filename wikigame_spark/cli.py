@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator
 
 from wikigame_spark.config import ConfigError
+from wikigame_spark.graph.frame import GraphFramesUnavailable
 from wikigame_spark.ingest.dumps import DumpError
 from wikigame_spark.io import OutputBusyError, OutputExistsError
 
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 USER_ERRORS = (
     ConfigError,
+    GraphFramesUnavailable,
     DumpError,
     OutputExistsError,
     OutputBusyError,
@@ -131,13 +133,24 @@ def session(app_name: str):
     user's fault then ends in one ``error:`` line, not hundreds of lines of traces."""
     from wikigame_spark.session import build_session
 
-    spark = build_session(app_name)
+    # Spark's progress bar redraws one line with carriage returns: in a log file (not a terminal)
+    # it is one endless line that the next message would be glued to.
+    quiet = {} if sys.stderr.isatty() else {"spark.ui.showConsoleProgress": "false"}
+    spark = build_session(app_name, conf=quiet)
     if not verbose():
         jvm = spark.sparkContext._jvm
         off = jvm.org.apache.logging.log4j.Level.OFF
         for name in _TASK_TRACE_LOGGERS:
             jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
     return spark
+
+
+def clear_progress_line() -> None:
+    """On a terminal, erase what Spark's progress bar left on the current line, so that the next
+    line (a summary, an ``error:``) starts at its beginning."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    sys.stderr.flush()
 
 
 class StageError(RuntimeError):
@@ -205,7 +218,7 @@ def run(main: Callable[[list[str] | None], int], argv: list[str] | None = None) 
         logging.getLogger("py4j").setLevel(logging.WARNING)  # its "closing down" at exit would follow the line
         if argv is None:  # the job is the program: Spark's shutdown must not print after the line
             _stop_spark()
-        sys.stderr.flush()
+        clear_progress_line()
         print(f"error: {' '.join(message.split())}", file=sys.stderr, flush=True)
         sys.exit(2)
     sys.exit(code or 0)

@@ -23,8 +23,18 @@ log = logging.getLogger(__name__)
 MAX_PARAM_CHARS = 6000  # MLflow's limit on one param value
 
 
+DEFAULT_EXPERIMENT = "wikigame"
+OUTPUT_TAG = "wikigame.outputs"  # the folders a job's run writes: a later run of them ends a dead one
+
+
 def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{os.path.join(PROJECT_DIR, 'mlflow.db')}"
+
+
+def experiment_name(given: str = "") -> str:
+    """The experiment a job logs to: the one given, else ``MLFLOW_EXPERIMENT_NAME`` (MLflow's own
+    convention), else :data:`DEFAULT_EXPERIMENT` — one study, one experiment, whatever the job."""
+    return given or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
 
 
 def _artifact_root(uri: str) -> str | None:
@@ -34,13 +44,19 @@ def _artifact_root(uri: str) -> str | None:
     return None
 
 
+# The MLflow UI opens an experiment of this kind on its runs (not on the GenAI overview).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+
+
 def _experiment_id(mlflow, name: str, uri: str) -> str:
     found = mlflow.get_experiment_by_name(name)
     if found is not None:
+        if EXPERIMENT_KIND[0] not in found.tags:
+            mlflow.MlflowClient().set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
         return found.experiment_id
     root = _artifact_root(uri)
     location = f"file://{os.path.join(root, name)}" if root else None
-    return mlflow.create_experiment(name, artifact_location=location)
+    return mlflow.create_experiment(name, artifact_location=location, tags=dict([EXPERIMENT_KIND]))
 
 
 def setup(experiment: str) -> str:
@@ -101,6 +117,59 @@ def start_run(
             mlflow.log_params(clean_params(params))
         log.info("mlflow: run %s in experiment %r at %s", run.info.run_id, experiment, tracking_uri())
         yield run
+
+
+def resumable_run(experiment_id: str, run_name: str, identity: dict):
+    """The unfinished MLflow run of this name whose recorded identity matches, if any."""
+    previous = find_run(experiment_id, run_name)
+    if previous is None or previous.info.status == "FINISHED":
+        return None
+    had = previous.data.params
+    same = all(had.get(k) == v for k, v in clean_params(identity).items() if k in had)
+    return previous if same else None
+
+
+def end_dead_runs(experiment_id: str, outputs: str, keep: str | None = None) -> int:
+    """Mark KILLED the runs still RUNNING that wrote ``outputs``: the caller holds those outputs'
+    locks, so their processes are gone (killed without a chance to end their run)."""
+    import mlflow
+
+    escaped = outputs.replace("'", "\\'")
+    found = mlflow.search_runs(
+        experiment_ids=[experiment_id],
+        filter_string=f"tags.`{OUTPUT_TAG}` = '{escaped}' and attributes.status = 'RUNNING'",
+        output_format="list",
+    )
+    client = mlflow.MlflowClient()
+    dead = [r for r in found if r.info.run_id != keep]
+    for r in dead:
+        client.set_terminated(r.info.run_id, status="KILLED")
+    return len(dead)
+
+
+@contextlib.contextmanager
+def run(experiment: str, run_name: str, identity: dict, tags: dict, resume: bool = False) -> Iterator:
+    """A job's MLflow run: the unfinished one of this name and identity when ``resume``, else a new
+    one; ended FINISHED, FAILED on an error, KILLED on an interrupt (Ctrl-C, SIGTERM)."""
+    import mlflow
+
+    experiment_id = setup(experiment)
+    previous = resumable_run(experiment_id, run_name, identity) if resume else None
+    run_id = previous.info.run_id if previous else None
+    outputs = tags.get(OUTPUT_TAG)
+    if outputs:
+        end_dead_runs(experiment_id, outputs, keep=run_id)
+    active = mlflow.start_run(run_id=run_id, run_name=run_name, experiment_id=experiment_id, tags=tags)
+    try:
+        yield active
+    except KeyboardInterrupt:
+        mlflow.end_run("KILLED")
+        raise
+    except BaseException:
+        mlflow.end_run("FAILED")
+        raise
+    mlflow.end_run("FINISHED")
+    log.info("mlflow: run %s in experiment %r at %s", active.info.run_id, experiment, tracking_uri())
 
 
 def log_metrics(metrics: dict, prefix: str = "") -> None:

@@ -98,7 +98,8 @@ def test_graph_stats_job_on_latgalian_wikipedia(spark, ltg_graph, tmp_path, mlfl
     assert "data:image/png;base64," in page
 
     mlflow.set_tracking_uri(mlflow_tmp)
-    runs = mlflow.search_runs(experiment_names=["graph_stats"], output_format="list")
+    runs = mlflow.search_runs(experiment_names=["wikigame"], output_format="list")
+    assert runs[0].data.tags["stage"] == "graph_stats" and runs[0].data.tags["graph"] == "ltgwiki"
     assert runs and runs[0].data.metrics["nodes"] == 903
     assert runs[0].data.metrics["scc_count"] == c["scc_count"]
     assert runs[0].data.metrics["largest_scc_share"] == pytest.approx(c["largest_scc_share"])

@@ -83,7 +83,7 @@ def ltg(ltg_graph, tmp_path_factory, env):
 @pytest.fixture(scope="module")
 def server(ltg, tmp_path_factory):
     log = str(tmp_path_factory.mktemp("logs") / "browser.log")
-    argv = ["--graph", ltg["graph"], "--games", ltg["games_dir"], "--experiment", EXPERIMENT, "--run-name", RUN]
+    argv = ["--graph", ltg["graph"], "--games-dir", ltg["games_dir"], "--experiment", EXPERIMENT, "--run-name", RUN]
     srv = HumanPlayServer(argv, {}, log).start()
     yield srv
     if srv.proc.poll() is None:
@@ -480,7 +480,7 @@ def test_bad_input_is_one_error_line(ltg, tmp_path):
     seconds, a resumed run with other settings, a port in use: each ends the job with one ``error:``
     line and exit 2, and a bad flag before anything is written."""
     base = [sys.executable, os.path.join(ROOT, "jobs", "human_play.py")]
-    games = ["--graph", ltg["graph"], "--games", ltg["games_dir"]]
+    games = ["--graph", ltg["graph"], "--games-dir", ltg["games_dir"]]
     started = HumanPlayServer([*games, "--run-name", "settings"], {}, str(tmp_path / "log")).start()
     assert started.stop() == 0 and "no finished games; nothing recorded" in started.log()
     with socket.socket() as busy:
@@ -488,7 +488,7 @@ def test_bad_input_is_one_error_line(ltg, tmp_path):
         busy.listen()
         cases = {
             "not found": ["--graph", str(tmp_path / "nothing")],
-            "not a games table": ["--graph", ltg["graph"], "--games", ltg["graph"]],
+            "not a games table": ["--graph", ltg["graph"], "--games-dir", ltg["graph"]],
             "names a folder": [*games, "--run-name", "../up"],
             "--time-limit inf": [*games, "--run-name", "inf", "--time-limit", "inf"],
             "--time-limit nan": [*games, "--run-name", "nan", "--time-limit", "nan"],
@@ -509,7 +509,7 @@ def test_bad_input_is_one_error_line(ltg, tmp_path):
 def test_a_second_server_on_a_live_run_is_refused(ltg, tmp_path):
     """One writer per run: a second server of the same --run-name stops at start, naming the live
     one; the first serves on, its journal has one head; once it stops, the run starts again."""
-    argv = ["--graph", ltg["graph"], "--games", ltg["games_dir"], "--run-name", "twice"]
+    argv = ["--graph", ltg["graph"], "--games-dir", ltg["games_dir"], "--run-name", "twice"]
     first = HumanPlayServer(argv, {}, str(tmp_path / "first.log")).start()
     try:
         second = subprocess.run(
@@ -539,7 +539,7 @@ def test_kill_9_mid_run_loses_no_acknowledged_move(ltg, tmp_path, env, spark):
     player's journalled moves are exactly those acknowledged, plus at most the one in flight;
     the restarted server (taking over the dead one's lock) shows that state to the same browsers,
     and the plays it records are the journal's."""
-    argv = ["--graph", ltg["graph"], "--games", ltg["games_dir"], "--experiment", EXPERIMENT, "--run-name", "crash"]
+    argv = ["--graph", ltg["graph"], "--games-dir", ltg["games_dir"], "--experiment", EXPERIMENT, "--run-name", "crash"]
     srv = HumanPlayServer(argv, {}, str(tmp_path / "crash.log")).start()
     games = ltg["games"]
     names = [f"k{i}" for i in range(6)]
@@ -615,7 +615,7 @@ def test_kill_9_mid_run_loses_no_acknowledged_move(ltg, tmp_path, env, spark):
 
 
 def test_time_limit_is_enforced_by_the_server(ltg, driver, tmp_path, env, spark):
-    argv = ["--graph", ltg["graph"], "--games", ltg["games_dir"], "--experiment", "hurried"]
+    argv = ["--graph", ltg["graph"], "--games-dir", ltg["games_dir"], "--experiment", "hurried"]
     srv = HumanPlayServer([*argv, "--run-name", "hurried", "--time-limit", "3"], {}, str(tmp_path / "log")).start()
     try:
         _, path = game_zero(ltg)

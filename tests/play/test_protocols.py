@@ -14,9 +14,9 @@ from mlflow.tracking import MlflowClient
 from jobs import play_games, sample_games
 from jobs import report as report_job
 from wikigame_spark import io
-from wikigame_spark.agents.base import Agent, Choice
+from wikigame_spark.agents.base import Agent, Choice, load_play_config
 from wikigame_spark.agents.llm import LlmAgent
-from wikigame_spark.config import ConfigError, PlayConfig, SampleGamesConfig, load_config
+from wikigame_spark.config import ConfigError, SampleGamesConfig, load_config
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.evaluation.loops import route_loops
@@ -105,27 +105,27 @@ def test_no_loop_for_an_agent_that_may_choose_differently():
 
 
 def test_protocol_presets_with_yaml_and_flags_overriding(tmp_path):
-    paper = load_config(PlayConfig, None, {"graph": "g", "agent": "llm"})
+    paper = load_play_config(None, {"graph": "g", "agent": "llm"})
     assert (paper.protocol, paper.max_steps, paper.allow_revisits) == ("paper", 100, False)
     assert paper.agent_options.max_titles == 200
-    race = load_config(PlayConfig, None, {"graph": "g", "agent": "llm", "protocol": "llm-wikirace"})
+    race = load_play_config(None, {"graph": "g", "agent": "llm", "protocol": "llm-wikirace"})
     assert (race.max_steps, race.allow_revisits, race.agent_options.max_titles) == (30, True, 0)
     flags = {"graph": "g", "agent": "tfidf", "protocol": "llm-wikirace", "max_steps": 50, "allow_revisits": False}
-    assert (load_config(PlayConfig, None, flags).max_steps, load_config(PlayConfig, None, flags).allow_revisits) == (
+    assert (load_play_config(None, flags).max_steps, load_play_config(None, flags).allow_revisits) == (
         50,
         False,
     )
     yaml_path = tmp_path / "play.yaml"
     yaml_path.write_text("protocol: llm-wikirace\nmax_titles: 100\n")
-    from_yaml = load_config(PlayConfig, str(yaml_path), {"graph": "g", "agent": "reasoning"})
+    from_yaml = load_play_config(str(yaml_path), {"graph": "g", "agent": "reasoning"})
     assert (from_yaml.max_steps, from_yaml.agent_options.max_titles) == (30, 100)
     sampling = load_config(SampleGamesConfig, None, {"graph": "g", "protocol": "llm-wikirace"})
     assert sampling.strata() == ((3, 4), (5, 6), (7, 8))
     assert load_config(
         SampleGamesConfig, None, {"graph": "g", "protocol": "llm-wikirace", "stratify": "2-3"}
     ).strata() == ((2, 3),)
-    with pytest.raises(ConfigError, match="protocol: 'wikispeedia' is not one of paper, llm-wikirace"):
-        load_config(PlayConfig, None, {"graph": "g", "agent": "tfidf", "protocol": "wikispeedia"})
+    with pytest.raises(ConfigError, match="--protocol: 'wikispeedia' is not one of paper, llm-wikirace"):
+        load_play_config(None, {"graph": "g", "agent": "tfidf", "protocol": "wikispeedia"})
 
 
 def test_llm_sees_visited_titles_only_with_the_route_shown(tmp_path):

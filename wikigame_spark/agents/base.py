@@ -8,7 +8,7 @@ Heavy objects (models, vocabularies, clients) are built in ``__init__``, which r
 worker process (:func:`worker_agent`), never on the driver to be pickled.
 
 An agent registers with its options class (a frozen dataclass of
-:class:`~wikigame_spark.config.AgentOptions`: defaults, validation, help); its settings reach it
+:class:`~wikigame_spark.agents.options.AgentOptions`: defaults, validation, help); its settings reach it
 as a plain dict (picklable, a cache key) and it reads them typed, defaults applied, through
 :meth:`Agent.options_of`. Adding an agent is one module and its import in ``agents/__init__.py``.
 """
@@ -16,15 +16,18 @@ as a plain dict (picklable, a cache key) and it reads them typed, defaults appli
 from __future__ import annotations
 
 import abc
+import dataclasses
 import json
 import threading
 import typing
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 from pyspark.sql import SparkSession
 
-from wikigame_spark.config import AgentOptions
+from wikigame_spark.agents.options import AgentOptions
+from wikigame_spark.config import ConfigError, PlayConfig, add_flags, coerce, load_config
 from wikigame_spark.graph.worker_graph import WorkerGraph
 
 
@@ -156,16 +159,10 @@ def registered_agents() -> dict[str, type[Agent]]:
 
 def add_option_flags(parser) -> None:
     """One ``argparse`` group per registered options class, a flag per option (``--top-k`` for
-    ``top_k``; booleans are switches), its help from the option."""
+    ``top_k``), declared by the options' fields as every setting is."""
     for options, agents in registered_options().items():
-        group = parser.add_argument_group((options.__doc__ or ", ".join(agents)).strip().splitlines()[0])
-        hints = typing.get_type_hints(options)
-        for f in fields(options):
-            flag, help_text = "--" + f.name.replace("_", "-"), f.metadata.get("help")
-            if hints[f.name] is bool:
-                group.add_argument(flag, action="store_true", default=None, help=help_text)
-            else:
-                group.add_argument(flag, type=hints[f.name], help=help_text)
+        title = (options.__doc__ or "").strip().splitlines()[0] if options.__doc__ else ""
+        add_flags(parser.add_argument_group(f"{title} (--agent {' or '.join(agents)})".strip()), options)
 
 
 def agent_class(name: str) -> type[Agent]:
@@ -189,3 +186,36 @@ def worker_agent(spec: AgentSpec, graph: WorkerGraph) -> Agent:
             _agents.clear()  # one agent per worker at a time: models are large
             agent = _agents[key] = agent_class(spec.name)(graph, spec.settings, spec.resources)
         return agent
+
+
+AGENT_OPTIONS = "agent_options"  # the field of the play settings that holds the chosen agent's options
+
+
+def nested_options(loaded: dict, overrides: dict):
+    """For :func:`wikigame_spark.config.load_config`: the chosen agent's options class and, for
+    every other agent's option, a check that only its default is given (a YAML file may list
+    defaults for every agent; another agent's setting would change nothing)."""
+    agent = overrides.get("agent") or loaded.get("agent")
+    chosen = agent_class(agent).options if agent else None
+    others: dict[str, Any] = {}
+    for options, agents in registered_options().items():
+        if options is chosen:
+            continue
+        hints = typing.get_type_hints(options)
+        for f in dataclasses.fields(options):
+            others[f.name] = _only_default(f, hints[f.name], agents)
+    return AGENT_OPTIONS, chosen, others
+
+
+def _only_default(f: dataclasses.Field, hint: Any, agents: list[str]):
+    def check(value: Any, source: str) -> None:
+        if coerce(f.name, value, hint, source) != f.default:
+            flag = "--" + f.name.replace("_", "-")
+            raise ConfigError(f"{flag} only applies to --agent {' or '.join(agents)}")
+
+    return check
+
+
+def load_play_config(yaml_path: str | None = None, overrides: dict | None = None):
+    """The play job's settings with the chosen agent's options (``PlayConfig.agent_options``)."""
+    return load_config(PlayConfig, yaml_path, overrides, nested=nested_options)

@@ -24,7 +24,7 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 
 from wikigame_spark import io, layout
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
-from wikigame_spark.config import AgentOptions, option, positive
+from wikigame_spark.agents.options import AgentOptions, option, positive
 from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import ID, NODES, SUMMARY
 

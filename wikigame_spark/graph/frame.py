@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from wikigame_spark import io
-from wikigame_spark.layout import GraphDir
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.schemas import DST, EDGES, ID, NODES, SRC, require_columns
 
 GRAPHFRAME_CLASS = "org.graphframes.GraphFrame"
@@ -26,45 +26,44 @@ COMPONENT = "component"
 MAX_ITER = 2**31 - 2
 
 
+GRAPHFRAMES_PACKAGE = "io.graphframes:graphframes-spark4_2.13:0.11.0"
+
+
 class GraphFramesUnavailable(RuntimeError):
-    """GraphFrames' JVM library is not on Spark's classpath."""
+    """GraphFrames' JVM library is not on Spark's classpath (a user's fix: attach it)."""
 
 
 @dataclass
 class Graph:
-    """A graph directory: ``nodes`` (contract columns plus any extra ones), ``edges``, its manifest."""
+    """A graph directory read: ``nodes`` (contract columns plus any extra ones), ``edges``, and the
+    handle it was opened as (path, manifest)."""
 
-    path: str
+    handle: GraphHandle
     nodes: DataFrame
     edges: DataFrame
-    manifest: dict
+
+    @property
+    def path(self) -> str:
+        return self.handle.path
+
+    @property
+    def manifest(self) -> dict:
+        return self.handle.manifest
 
     def identity(self) -> dict:
-        """What names this graph in the outputs derived from it: path, manifest digest, size."""
-        m = self.manifest
-        counts = m.get("counts", {})
-        return {
-            "path": self.path,
-            "manifest_sha1": io.manifest_sha1(m),
-            "kind": m.get("kind"),
-            "language": m.get("language"),
-            "dbname": m.get("dbname"),
-            "created": m.get("created"),
-            "code_version": m.get("code_version"),
-            "nodes": counts.get("nodes"),
-            "edges": counts.get("edges"),
-        }
+        return self.handle.identity()
 
 
-def read_graph(spark: SparkSession, directory: str) -> Graph:
-    """Read ``directory``'s nodes and edges with the contract's schemas.
+def read_graph(spark: SparkSession, graph: GraphHandle | str) -> Graph:
+    """Read a graph's nodes and edges with the contract's schemas (a path is opened first: its
+    manifest read once).
 
     Node columns beyond the contract (e.g. OpenAlex's ``language``) are kept, with the types found
     in the Parquet footers, so that target filters can use them; the contract columns must exist.
     """
-    directory = directory.rstrip("/")
-    manifest = io.read_manifest(spark, directory)
-    nodes_path = GraphDir(directory).nodes
+    if isinstance(graph, str):
+        graph = GraphHandle(graph, io.read_manifest(spark, graph.rstrip("/")))
+    nodes_path = graph.dir.nodes
     found = spark.read.parquet(nodes_path).schema
     missing = [f.name for f in NODES.fields if f.name not in found.fieldNames()]
     if missing:
@@ -77,8 +76,8 @@ def read_graph(spark: SparkSession, directory: str) -> Graph:
     contract = {f.name: f for f in NODES.fields}
     fields = [contract.get(f.name, StructField(f.name, f.dataType, True)) for f in found.fields]
     nodes = io.read_table(spark, nodes_path, StructType(fields))
-    edges = io.read_table(spark, GraphDir(directory).edges, EDGES)
-    return Graph(path=directory, nodes=nodes, edges=edges, manifest=manifest)
+    edges = io.read_table(spark, graph.dir.edges, EDGES)
+    return Graph(handle=graph, nodes=nodes, edges=edges)
 
 
 def graphframes_available(spark: SparkSession) -> bool:
@@ -94,9 +93,9 @@ def graphframe(nodes: DataFrame, edges: DataFrame):
     """``GraphFrame`` of the ``id`` column and the ``src, dst`` columns (extra columns are left out)."""
     if not graphframes_available(nodes.sparkSession):
         raise GraphFramesUnavailable(
-            f"{GRAPHFRAME_CLASS} is not on Spark's classpath: run `make install` (it fills jars/) and start "
-            "jobs from the repository root, or attach io.graphframes:graphframes-spark4_2.13:0.11.0 "
-            "(--packages, --jars, or a cluster library)"
+            f"GraphFrames ({GRAPHFRAME_CLASS}) is not on Spark's classpath: pass --packages {GRAPHFRAMES_PACKAGE} "
+            "where Maven Central is reachable, or --jars PATH/graphframes-spark4_2.13-0.11.0.jar "
+            "(make install puts it in jars/), or install it as a cluster library"
         )
     from graphframes import GraphFrame
 

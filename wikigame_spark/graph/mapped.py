@@ -45,6 +45,7 @@ from pyspark.sql import SparkSession
 from wikigame_spark import io, layout
 from wikigame_spark.graph.csr import compact_ptr, place, row_runs
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
 
@@ -261,12 +262,14 @@ def ensure_folder(spark: SparkSession, uri: str, made_from: dict, build: Callabl
     return _read_manifest(uri)
 
 
-def ensure_graph(spark: SparkSession, graph_dir: str, cache_dir: str | None = None) -> str:
-    """The mapped files of ``graph_dir`` under ``cache_dir`` (default: the graph's own cache
-    folder), built once per build of the graph."""
-    uri = CacheDir(cache_dir or GraphDir(graph_dir).cache).mapped_graph
-    made_from = {"graph": graph_dir, "graph_manifest_sha1": io.manifest_sha1(io.read_manifest(spark, graph_dir))}
-    ensure_folder(spark, uri, made_from, lambda folder: build_graph_files(graph_dir, folder))
+def ensure_graph(spark: SparkSession, graph: GraphHandle | str, cache_dir: str | None = None) -> str:
+    """The mapped files of ``graph`` (an opened graph, or its folder) under ``cache_dir``
+    (default: the graph's cache folder), built once per build of the graph."""
+    if isinstance(graph, str):
+        graph = GraphHandle(graph, io.read_manifest(spark, graph.rstrip("/")))
+    uri = CacheDir(cache_dir or graph.cache_dir).mapped_graph
+    made_from = {"graph": graph.path, "graph_manifest_sha1": graph.sha1}
+    ensure_folder(spark, uri, made_from, lambda folder: build_graph_files(graph.path, folder))
     return uri
 
 

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 
 from wikigame_spark.agents.base import Agent, AgentSpec, StepRequest, worker_agent
 from wikigame_spark.graph import mapped
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.outcomes import DEAD_END, INVALID_CHOICE, LOOP, STEP_LIMIT, SUCCESS
 from wikigame_spark.schemas import GAMES, PLAYS, require_columns
@@ -152,7 +153,7 @@ def play_games(
 
 def play_stage(
     games: DataFrame,
-    graph_dir: str,
+    graph: GraphHandle,
     spec: AgentSpec,
     max_steps: int,
     partitions: int,
@@ -167,7 +168,7 @@ def play_stage(
     stage's one write, so that no worker ever reads the graph's tables into its own memory.
     """
     require_columns(games, GAMES, "play_stage(games)")
-    files = mapped.ensure_graph(games.sparkSession, graph_dir, spec.settings.get("cache_dir"))
+    files = mapped.ensure_graph(games.sparkSession, graph)
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         graph = mapped.mapped_graph(files)

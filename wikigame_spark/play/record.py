@@ -13,11 +13,10 @@ construction.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import mlflow
@@ -28,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from wikigame_spark import io, layout, tracking
+from wikigame_spark.handles import GamesHandle
 from wikigame_spark.layout import GraphDir, PlaysDir
 from wikigame_spark.schemas import ID, PLAYS, TITLE
 from wikigame_spark.summary import summarise
@@ -93,16 +93,16 @@ def graph_params(graph_dir: str, manifest: dict) -> dict:
     }
 
 
-def run_identity(cfg, graph_manifest: dict, games_dir: str, games_manifest: dict, model: dict) -> dict[str, str | int]:
+def run_identity(cfg, games: GamesHandle, model: dict) -> dict[str, str | int]:
     """The record's identity params: graph and games by URI and manifest digest, games seed and
     count, agent, model identity (``model``: :data:`MODEL` … :data:`CHAT_FORMAT`), protocol."""
-    available = int(games_manifest.get("games") or 0)
+    available = games.count
     return {
-        GRAPH_URI: cfg.graph,
-        GRAPH_MANIFEST_SHA1: io.manifest_sha1(graph_manifest),
-        GAMES_URI: games_dir,
-        GAMES_MANIFEST_SHA1: io.manifest_sha1(games_manifest),
-        GAMES_SEED: games_manifest.get("seed", ""),
+        GRAPH_URI: games.graph.path,
+        GRAPH_MANIFEST_SHA1: games.graph.sha1,
+        GAMES_URI: games.path,
+        GAMES_MANIFEST_SHA1: games.sha1,
+        GAMES_SEED: games.seed,
         GAMES_COUNT: available if cfg.games is None else min(cfg.games, available),
         AGENT: cfg.agent,
         **model,
@@ -176,45 +176,18 @@ def check_resume(spark: SparkSession, output: str, made_by: dict, run_name: str)
     return done
 
 
-def prepare_output(spark: SparkSession, output: str, run_name: str, overwrite: bool, made_by: dict) -> int:
-    """Make ``output`` ready to play into (the caller holds its lock); returns the chunks done.
-
-    A finished run is replaced with ``overwrite`` (checked before); unfinished plays are resumed
-    when made as this run would make them, replaced with ``overwrite``, else refused.
-    """
-    if io.exists(spark, layout.manifest(output)):
-        if not overwrite:
-            raise io.OutputExistsError(f"{output}: run {run_name!r} is finished; pass --overwrite to play it again")
-        io.delete(spark, output)
+def resume_point(spark: SparkSession, staging: str, run_name: str, overwrite: bool, made_by: dict) -> int:
+    """The chunks already played into ``staging`` (the caller holds the run's lock): resumed when
+    made as this run would make them; other settings' plays are discarded with ``overwrite``,
+    else refused."""
     try:
-        return check_resume(spark, output, made_by, run_name)
+        return check_resume(spark, staging, made_by, run_name)
     except ResumeMismatchError:
         if not overwrite:
             raise
-        log.info("%s: discarding plays made with other settings (--overwrite)", output)
-        io.delete(spark, output)
+        log.info("%s: discarding plays made with other settings (--overwrite)", staging)
+        io.delete(spark, staging)
         return 0
-
-
-def resumable_run(experiment_id: str, run_name: str, identity: dict):
-    """The unfinished MLflow run of this name whose recorded identity matches, if any."""
-    previous = tracking.find_run(experiment_id, run_name)
-    if previous is None or previous.info.status == "FINISHED":
-        return None
-    had = previous.data.params
-    same = all(had.get(k) == v for k, v in tracking.clean_params(identity).items() if k in had)
-    return previous if same else None
-
-
-@contextlib.contextmanager
-def started(experiment: str, run_name: str, identity: dict, resume: bool = False) -> Iterator:
-    """The run's MLflow run: the unfinished one of this name and identity when ``resume`` (chunks
-    were found), else a new one."""
-    experiment_id = tracking.setup(experiment)
-    previous = resumable_run(experiment_id, run_name, identity) if resume else None
-    run_id = previous.info.run_id if previous else None
-    with mlflow.start_run(run_id=run_id, run_name=run_name, experiment_id=experiment_id) as run:
-        yield run
 
 
 # --- Writing: chunks and the finish -----------------------------------------------------------
@@ -249,23 +222,6 @@ def log_plays(plays: pd.DataFrame, artifacts: dict[str, bytes] | None = None) ->
         mlflow.log_artifacts(tmp)
 
 
-def finish(
-    spark: SparkSession, output: str, run, run_name: str, experiment: str, params: dict, metrics: dict, **extra
-) -> None:
-    """Mark the run finished: its manifest, naming the MLflow run, in ``output``."""
-    manifest = {
-        "kind": RUN_KIND,
-        "run_name": run_name,
-        "mlflow_run_id": run.info.run_id,
-        "experiment": experiment,
-        "parameters": params,
-        "metrics": metrics,
-        "tracking_uri": tracking.tracking_uri(),
-        **extra,
-    }
-    io.write_json(spark, layout.manifest(output), manifest)
-
-
 def _plays_frame(spark: SparkSession, plays: pd.DataFrame) -> DataFrame:
     """PLAYS rows from pandas, through an Arrow table that keeps a NaN ``seconds`` (an imported human
     game without a time) as NaN: pandas' own conversion reads NaN as null, which the contract's
@@ -276,32 +232,17 @@ def _plays_frame(spark: SparkSession, plays: pd.DataFrame) -> DataFrame:
 
 
 def record_plays(
-    spark: SparkSession,
-    plays: pd.DataFrame,
-    output: str,
-    experiment: str,
-    run_name: str,
-    params: dict,
-    metrics: dict | None = None,
-    manifest: dict | None = None,
-    artifacts: dict[str, bytes] | None = None,
-) -> tuple[str, dict]:
-    """Plays made outside the engine (imported logs, people in the browser) recorded as a play run is:
-    an MLflow run (params, the summary plus ``metrics``, plays.parquet plus ``artifacts``) and
-    ``output`` as one chunk whose manifest names the run (with ``manifest``'s keys added), so the
-    report reads it like the rest. Returns the run id and the summary metrics."""
+    spark: SparkSession, plays: pd.DataFrame, staging: str, artifacts: dict[str, bytes] | None = None
+) -> dict:
+    """Plays made outside the engine (imported logs, people in the browser) recorded as a play run's
+    are: ``plays.parquet`` plus ``artifacts`` in the active MLflow run, and ``staging`` (the run's
+    plays folder, renamed into place by the job runner with its manifest) as one chunk. Returns the
+    summary metrics."""
     plays = plays.sort_values(["game_id", "model"], ignore_index=True, na_position="first")
     plays["route"] = plays["route"].map(lambda r: [int(v) for v in r])  # numpy arrays from toPandas
-    with started(experiment, run_name, {}) as run:
-        tracking.log_params_resumable(run, params)
-        summary = summarise(plays)
-        tracking.log_metrics({**summary, **(metrics or {})})
-        log_plays(plays, artifacts)
-        frame = _plays_frame(spark, plays)
-        with io.staged_output(spark, output, overwrite=True) as staging:
-            write_chunk(spark, staging, 0, frame, None)
-            finish(spark, staging, run, run_name, experiment, params, summary, **(manifest or {}))
-    return run.info.run_id, summary
+    log_plays(plays, artifacts)
+    write_chunk(spark, staging, 0, _plays_frame(spark, plays), None)
+    return summarise(plays)
 
 
 # --- Reading ----------------------------------------------------------------------------------

@@ -18,10 +18,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wikigame_spark import io
-from wikigame_spark.agents.base import AgentSpec, agent_class, registered_options
+from wikigame_spark.agents.base import AgentSpec, agent_class
 from wikigame_spark.agents.sentence_models import model_slug
-from wikigame_spark.config import AgentOptions, PlayConfig, flatten, protocol_preset
-from wikigame_spark.layout import GamesDir, GraphDir, PlaysDir
+from wikigame_spark.config import PlayConfig
+from wikigame_spark.handles import GamesHandle, GraphHandle
+from wikigame_spark.layout import PlaysDir
 from wikigame_spark.play import record
 from wikigame_spark.play.engine import play_stage
 from wikigame_spark.schemas import GAMES
@@ -57,30 +58,11 @@ def default_run_name(cfg: PlayConfig) -> str:
     return "-".join(parts + [f"s{cfg.seed}", f"n{cfg.games or 'all'}"])
 
 
-def agent_settings(cfg: PlayConfig) -> dict:
+def agent_settings(cfg: PlayConfig, graph: GraphHandle | None = None) -> dict:
     """What the agent is built from on the workers: the shared settings it uses and its options."""
-    shared = {"model": agent_model(cfg), "use_titles": cfg.use_titles, "seed": cfg.seed, "cache_dir": cfg.cache_dir}
+    cache_dir = graph.cache_dir if graph is not None else cfg.cache_dir
+    shared = {"model": agent_model(cfg), "use_titles": cfg.use_titles, "seed": cfg.seed, "cache_dir": cache_dir}
     return {**shared, **dataclasses.asdict(cfg.agent_options)}
-
-
-def every_agents_options(cfg: PlayConfig) -> list:
-    """Every registered agent's options as ``cfg`` gives them: the chosen agent's, and the others'
-    defaults under the protocol (a setting of another agent is refused when it is not its default)."""
-    chosen = type(cfg.agent_options)
-    return [
-        cfg.agent_options if options is chosen else options(**protocol_preset(options, cfg.protocol))
-        for options in registered_options()
-    ]
-
-
-def settings_record(cfg: PlayConfig) -> dict:
-    """Every setting as a play run's record lists it (MLflow params, the manifest's parameters):
-    the shared ones and every agent's options (:func:`every_agents_options`), so that runs of
-    every agent have the same params."""
-    out = {}
-    for options in every_agents_options(cfg):
-        out.update(flatten(options))
-    return {**out, **flatten(dataclasses.replace(cfg, agent_options=AgentOptions()))}
 
 
 def select_games(games: DataFrame, n: int | None) -> DataFrame:
@@ -101,35 +83,54 @@ def model_identity(cfg: PlayConfig, settings: dict) -> dict:
 
 def play_options(cfg: PlayConfig) -> dict:
     """The settings that change the plays (a resume must keep them): the shared ones of
-    :data:`PLAY_SETTINGS` and every agent's options marked ``plays``."""
+    :data:`PLAY_SETTINGS` and the agent's options marked ``plays``."""
     out = {k: getattr(cfg, k) for k in PLAY_SETTINGS}
-    for options in every_agents_options(cfg):
-        out.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.metadata.get("plays")})
+    options = cfg.agent_options
+    out.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.metadata.get("plays")})
     return out
 
 
 def play(
-    spark: SparkSession, cfg: PlayConfig, output: str, made_by: dict, extra_settings: dict | None = None
+    spark: SparkSession,
+    cfg: PlayConfig,
+    games: GamesHandle,
+    output: str,
+    made_by: dict,
+    extra_settings: dict | None = None,
 ) -> Played:
     """Play every game not yet in ``output``, chunk by chunk, each chunk's manifest recording
     ``made_by``; return the whole plays table."""
-    settings = {**agent_settings(cfg), **(extra_settings or {})}
-    spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, cfg.graph, settings))
-    games_dir = (cfg.games_dir or GraphDir(cfg.graph).games).rstrip("/")
-    io.read_manifest(spark, games_dir)  # only finished samples are played
-    games = select_games(io.read_table(spark, GamesDir(games_dir).games, GAMES), cfg.games)
+    graph = games.graph
+    settings = {**agent_settings(cfg, graph), **(extra_settings or {})}
+    spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, graph.path, settings))
+    table = select_games(io.read_table(spark, games.table, GAMES), cfg.games)
     chunk = (F.col("game_id") / F.lit(cfg.chunk_games)).cast("long")
-    chunks = sorted(r[0] for r in games.select(chunk.alias("c")).distinct().collect())
+    chunks = sorted(r[0] for r in table.select(chunk.alias("c")).distinct().collect())
     partitions = cfg.partitions or 2 * spark.sparkContext.defaultParallelism
-    played, started = 0, time.perf_counter()
+    total = min(cfg.games or games.count, games.count)
+    played, started, done_before = 0, time.perf_counter(), 0
     for c in chunks:
         if record.chunk_done(spark, output, c):
             log.info("chunk %d already played (%s); skipping", c, PlaysDir(output).chunk(c))
+            done_before += 1
             continue
-        part = games.filter(chunk == F.lit(c))
-        plays = play_stage(part, cfg.graph, spec, cfg.max_steps, partitions, agent_model(cfg), cfg.allow_revisits)
-        count = record.write_chunk(spark, output, c, plays, made_by)
-        played += count
-        log.info("chunk %d: %d games played", c, count)
+        part = table.filter(chunk == F.lit(c))
+        plays = play_stage(part, graph, spec, cfg.max_steps, partitions, agent_model(cfg), cfg.allow_revisits)
+        played += record.write_chunk(spark, output, c, plays, made_by)
+        progress(played, total - done_before * cfg.chunk_games, time.perf_counter() - started)
     plays = record.read_chunks(spark, output, chunks)
     return Played(output, plays, played, time.perf_counter() - started, spec)
+
+
+def progress(done: int, total: int, seconds: float) -> None:
+    """Games done of the total and the time left at this rate, one line a chunk (long runs show
+    where they are without Spark's progress bar)."""
+    left = max(total - done, 0)
+    eta = f", about {_duration(seconds / done * left)} left" if done and left else ""
+    log.info("play_games: %d of %d games played in %s%s", done, max(total, done), _duration(seconds), eta)
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

@@ -1,0 +1,91 @@
+"""OpenAlex works snapshot → one symmetric citation graph per field (nodes, edges, manifest.json).
+
+INPUT: a local folder or file, or s3://bucket/prefix (the public snapshot: s3://openalex).
+Each field's graph goes to OUTPUT/<field-slug>/, e.g. OUTPUT/physics-and-astronomy/.
+"""
+
+from __future__ import annotations
+
+from wikigame_spark import cli, io, layout
+from wikigame_spark.config import ConfigError, OpenAlexBuildConfig
+from wikigame_spark.ingest.openalex import build_graphs, check_graphs, classified_works, snapshot_has_topics
+from wikigame_spark.ingest.openalex_records import FIELDS, field_slug
+from wikigame_spark.ingest.openalex_snapshot import check_record_counts, plan_snapshot
+from wikigame_spark.io import S3Store, configure_s3a, open_store, spark_uri
+from wikigame_spark.runner import SNAPSHOT, Context, Input, Job, Output, Result
+from wikigame_spark.schemas import EDGES, OPENALEX_NODES
+
+
+def check_fields(s: OpenAlexBuildConfig) -> None:
+    unknown = [f for f in s.fields if f not in FIELDS]
+    if unknown:
+        raise ConfigError(f"--field: {unknown} are not OpenAlex field names; valid: {'; '.join(FIELDS)}")
+    if len({field_slug(f) for f in s.fields}) != len(s.fields):
+        raise ConfigError(f"--field: {list(s.fields)} give the same folder name twice")
+
+
+def field_outputs(s: OpenAlexBuildConfig, _inputs: dict) -> dict[str, str]:
+    return {f: layout.join(spark_uri(s.output.rstrip("/")), field_slug(f)) for f in s.fields}
+
+
+def connect_s3(ctx: Context) -> None:
+    """s3a settings for an S3 output as boto3 reaches its bucket, before the output is checked."""
+    s: OpenAlexBuildConfig = ctx.settings
+    output = spark_uri(s.output.rstrip("/"))
+    if output.startswith("s3a://"):
+        configure_s3a(ctx.spark, output, s.endpoint_url, S3Store(output[6:].split("/", 1)[0], s.endpoint_url))
+
+
+def build(ctx: Context) -> Result:
+    s: OpenAlexBuildConfig = ctx.settings
+    spark = ctx.spark
+    store, root = open_store(s.input, s.endpoint_url, spark)
+    plan = plan_snapshot(root, s.format, s.endpoint_url, s.allow_partial, spark, store=store)
+    plan.input = s.input
+    if isinstance(store, S3Store):
+        configure_s3a(spark, spark_uri(s.input), s.endpoint_url, store)
+    arrow_s3 = store.arrow_options() if isinstance(store, S3Store) else None
+    with cli.stage("build_openalex", "build_graphs", s.input):
+        works, reader = classified_works(spark, plan, list(s.fields), s.include_xpac, arrow_s3)
+        result = build_graphs(works, list(s.fields))
+    check_graphs(result, s.input, lambda: snapshot_has_topics(spark, plan), s.allow_empty)
+    warnings = plan.warnings + check_record_counts(plan, result.per_file, s.allow_partial)
+    snapshot = {**plan.to_dict(), "reader": reader}
+    for f in snapshot["files"]:
+        f["records_read"] = result.per_file.get(f["key"], 0)
+    manifests, written = {}, []
+    for field, graph in result.graphs.items():
+        tables = {layout.NODES: (graph.nodes, OPENALEX_NODES), layout.EDGES: (graph.edges, EDGES)}
+        io.write_tables(spark, ctx.stage(field), tables)
+        manifests[field] = {
+            "kind": "openalex-graph",
+            "field": field,
+            "fields_built_together": list(s.fields),
+            "target_language": s.language or None,
+            "language_nodes": graph.counts["languages"].get(s.language, 0) if s.language else None,
+            "snapshot": snapshot,
+            "records": result.accounting(field),
+            "counts": graph.counts,
+            "problems": result.problems,
+            "warnings": warnings,
+        }
+        written.append(f"{ctx.output(field)} ({graph.counts['nodes']} nodes, {graph.counts['edges']} edges)")
+    summary = (
+        f"wrote {'; '.join(written)} with nodes, edges, manifest.json; "
+        f"records read {result.read} from {len(plan.files)} {plan.format} files, dropped {result.dropped()}"
+        + (f"; {len(warnings)} warnings (see manifest)" if warnings else "")
+    )
+    return Result(summary, manifests=manifests)
+
+
+JOB = Job(
+    name="build_openalex",
+    doc=__doc__,
+    settings=OpenAlexBuildConfig,
+    body=build,
+    inputs=(Input("input", SNAPSHOT),),
+    outputs=(Output(field_outputs, what="field graph"),),
+    tracked=False,
+    check=check_fields,
+    connect=connect_s3,
+)

@@ -1,0 +1,58 @@
+"""Wikipedia pages-articles dumps → a Parquet graph (nodes, edges, redirects, manifest.json)."""
+
+from __future__ import annotations
+
+from wikigame_spark import cli, io, layout
+from wikigame_spark.config import WikipediaBuildConfig
+from wikigame_spark.ingest.dumps import expand_inputs, plan_tasks
+from wikigame_spark.ingest.wikipedia import build_graph, check_graph, dump_siteinfo, read_dump_pages
+from wikigame_spark.runner import DUMPS, Context, Input, Job, Output, Result
+from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
+
+
+def build(ctx: Context) -> Result:
+    s: WikipediaBuildConfig = ctx.settings
+    files = expand_inputs(list(ctx.inputs["inputs"]))
+    site = dump_siteinfo(files, s.language)
+    tasks = plan_tasks(files, s.multistream_task_bytes)
+    spark = ctx.spark
+    with cli.stage("build_wikipedia", "build_graph", files):
+        pages = read_dump_pages(spark, tasks, site, s.method, s.max_text_bytes)
+        graph = build_graph(pages, s.max_redirect_hops)
+    check_graph(graph.counts, files, s.allow_empty)
+    tables = {
+        layout.NODES: (graph.nodes, WIKIPEDIA_NODES),
+        layout.EDGES: (graph.edges, EDGES),
+        layout.REDIRECTS: (graph.redirects, REDIRECTS),
+    }
+    io.write_tables(spark, ctx.stage(), tables)
+    c = graph.counts
+    manifest = {
+        "kind": "wikipedia-graph",
+        "inputs": io.file_identities(spark, files),
+        "tasks": len(tasks),
+        "site": site.to_dict(),
+        "language": site.lang,
+        "dbname": site.dbname,
+        "generator": site.generator,
+        "newest_revision": c["newest_revision"],
+        "counts": c,
+    }
+    rejected = c["pages"]["rejected"]
+    summary = (
+        f"wrote {ctx.output()} ({', '.join(tables)}, manifest.json): {c['nodes']} nodes, {c['edges']} edges, "
+        f"{c['redirects']['resolved']} redirects; pages read {c['pages']['read']}, "
+        f"rejected {sum(rejected.values())} {rejected or ''}".rstrip()
+    )
+    return Result(summary, manifests={"": manifest})
+
+
+JOB = Job(
+    name="build_wikipedia",
+    doc=__doc__,
+    settings=WikipediaBuildConfig,
+    body=build,
+    inputs=(Input("inputs", DUMPS),),
+    outputs=(Output(lambda s, _: {"": s.output}, what="graph"),),
+    tracked=False,
+)

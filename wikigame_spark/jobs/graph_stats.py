@@ -1,0 +1,52 @@
+"""Graph statistics: Table 1, components (GraphFrames), Figure 1B → GRAPH/stats/ (JSON, Markdown, HTML, PNG), MLflow."""
+
+from __future__ import annotations
+
+from wikigame_spark import io, tracking
+from wikigame_spark.config import GraphStatsConfig
+from wikigame_spark.graph.frame import read_graph
+from wikigame_spark.graph.stats import graph_stats, plot_reach, render
+from wikigame_spark.runner import GRAPH, Context, Input, Job, Output, Result
+
+STATS_JSON = "stats.json"
+REACH_PNG = "reachability.png"
+
+
+def stats(ctx: Context) -> Result:
+    s: GraphStatsConfig = ctx.settings
+    handle = ctx.inputs["graph"]
+    graph = read_graph(ctx.spark, handle)
+    found = graph_stats(graph.nodes, graph.edges, s, graph.path)
+    png = plot_reach(found["reachability"], f"{handle.name}: reachable within k steps")
+    report = {"kind": "graph-stats", **found, "graph": handle.identity(), **ctx.made_by()}
+    pages = render(report, f"Graph statistics: {handle.name}", png, REACH_PNG)
+    staging = ctx.stage()
+    io.write_json(ctx.spark, f"{staging}/{STATS_JSON}", report)
+    for name, content in {REACH_PNG: png, **pages}.items():
+        io.write_bytes(ctx.spark, f"{staging}/{name}", content)
+        tracking.log_bytes(content, name)
+    tracking.log_json(report, STATS_JSON)
+    t, c, curve = found["table1"], found["components"], found["reachability"]
+    reach = {k: curve[k] for k in ("fraction_reachable", "max_steps", "mean_steps_reachable")}
+    out = ctx.output()
+    summary = (
+        f"wrote {out}/{STATS_JSON}, {out}/{REACH_PNG} and MLflow run {ctx.run.info.run_id}: "
+        f"{t['nodes']} nodes, {t['edges']} edges, {t['pct_disconnected']:.2f}% disconnected, "
+        f"{t['pct_unreachable']:.2f}% unreachable, {t['pct_dead_ends']:.2f}% dead ends, "
+        f"{t['mean_edges_per_node']:.2f} edges/node; {c['scc_count']} SCCs, the largest "
+        f"{c['largest_scc_nodes']} nodes ({100 * c['largest_scc_share']:.1f}%); {c['wcc_count']} WCCs; "
+        f"{curve['reachable']}/{curve['pairs']} random pairs reachable ({curve['method']})"
+    )
+    manifest = {"kind": "graph-stats", "graph": report["graph"], "files": [STATS_JSON, REACH_PNG, *pages]}
+    return Result(summary, manifests={"": manifest}, metrics={**t, **c, **reach})
+
+
+JOB = Job(
+    name="graph_stats",
+    doc=__doc__,
+    settings=GraphStatsConfig,
+    body=stats,
+    inputs=(Input("graph", GRAPH, cache_setting="cache_dir"),),
+    outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.stats}, what="statistics"),),
+    run_name=lambda ctx: f"graph_stats {ctx.inputs['graph'].name}",
+)

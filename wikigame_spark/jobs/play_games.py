@@ -1,0 +1,81 @@
+"""Agents play sampled games in parallel; plays Parquet + an MLflow run with params, metrics, artifacts.
+
+An interrupted run rerun with the same run name resumes: the games already played are kept.
+"""
+
+from __future__ import annotations
+
+import os
+
+from wikigame_spark import io
+from wikigame_spark.agents.base import add_option_flags, load_play_config
+from wikigame_spark.config import PlayConfig
+from wikigame_spark.play import record, runs
+from wikigame_spark.runner import GAMES, GRAPH, Context, Input, Job, Output, Result
+from wikigame_spark.schemas import NODES
+from wikigame_spark.summary import summarise
+
+
+def run_name(s: PlayConfig) -> str:
+    return s.run_name or runs.default_run_name(s)
+
+
+def prepare(ctx: Context) -> None:
+    """The run's identity (graph, games, agent, model as the agent reports it) and whether the
+    plays already in its staging folder were made as this run would make them (then it resumes)."""
+    s: PlayConfig = ctx.settings
+    ctx.key = os.environ.get("OPENAI_API_KEY", "")  # to the workers with the agent; never logged
+    settings = {**runs.agent_settings(s, ctx.inputs["graph"]), "api_key": ctx.key}
+    ctx.identity.update(record.run_identity(s, ctx.inputs["games_dir"], runs.model_identity(s, settings)))
+    ctx.made = record.play_identity(ctx.identity, runs.play_options(s), s.max_steps, s.seed)
+    ctx.resume = record.resume_point(ctx.spark, ctx.stage(), run_name(s), s.overwrite, ctx.made) > 0
+    ctx.tags.update(agent=s.agent, model=ctx.identity[record.MODEL], protocol=s.protocol)
+
+
+def play(ctx: Context) -> Result:
+    s: PlayConfig = ctx.settings
+    games = ctx.inputs["games_dir"]
+    result = runs.play(ctx.spark, s, games, ctx.stage(), ctx.made, {"api_key": ctx.key})
+    plays = result.plays.toPandas()
+    metrics = {**summarise(plays), **record.usage_metrics(plays)}
+    if result.played_now:
+        metrics["games_per_second"] = result.played_now / result.seconds
+    routes = record.sample_routes(plays, io.read_table(ctx.spark, games.graph.dir.nodes, NODES))
+    record.log_plays(plays, {record.ROUTES_ARTIFACT: routes.encode("utf-8")})
+    manifest = {
+        "kind": record.RUN_KIND,
+        "run_name": run_name(s),
+        "metrics": metrics,
+        record.RUN_IDENTITY: ctx.identity,
+        "made_by": ctx.made,
+    }
+    params = record.graph_params(games.graph.path, games.graph.manifest)
+    summary = (
+        f"wrote {ctx.output()} and MLflow run {ctx.run.info.run_id} ({ctx.experiment}/{run_name(s)}): "
+        f"{len(plays)} games, success {metrics['success_rate']:.3f} ± {metrics['success_rate_se']:.3f}, "
+        f"{result.played_now} played now"
+    )
+    return Result(summary, manifests={"": manifest}, metrics=metrics, params=params)
+
+
+JOB = Job(
+    name="play_games",
+    doc=__doc__,
+    settings=PlayConfig,
+    body=play,
+    inputs=(
+        Input("graph", GRAPH, cache_setting="cache_dir"),
+        Input("games_dir", GAMES, default=lambda inputs: inputs["graph"].dir.games, bound_to="graph"),
+    ),
+    outputs=(
+        Output(
+            lambda s, inputs: {"": s.output or inputs["graph"].dir.plays(run_name(s))},
+            resumable=True,
+            what="play run",
+        ),
+    ),
+    run_name=lambda ctx: run_name(ctx.settings),
+    prepare=prepare,
+    flags=add_option_flags,
+    load=lambda _cls, path, args: load_play_config(path, args),
+)

@@ -1,0 +1,66 @@
+"""The paper's evaluation of an experiment's play runs: tables, fits, figures → a report + MLflow run.
+
+Writes OUTPUT (default out/report/EXPERIMENT): report.md, report.html, figures/*.png, tables/*.csv,
+report.json; and logs the same files as artifacts of a new run in the experiment.
+"""
+
+from __future__ import annotations
+
+from wikigame_spark import io, layout, preflight, tracking
+from wikigame_spark.config import ReportConfig, parse_bands
+from wikigame_spark.evaluation import evaluate, render
+from wikigame_spark.play import record
+from wikigame_spark.runner import Context, Job, Output, Result
+
+
+def check_replaceable(ctx: Context) -> None:
+    """An earlier report is replaced; any other folder only with --overwrite."""
+    render.check_output(ctx.spark, ctx.output(), ctx.settings.overwrite)
+    ctx.tags[render.KIND_TAG] = "report"
+
+
+def report(ctx: Context) -> Result:
+    s: ReportConfig = ctx.settings
+    found, skipped = record.find_runs(ctx.experiment, s.runs)
+    runs = evaluate.labelled(found)
+    if not runs:
+        raise ValueError(f"experiment {ctx.experiment!r} has no finished play runs to report on")
+    plays, sources = evaluate.labelled_plays(ctx.spark, runs)
+    ev = evaluate.evaluate(plays, runs, skipped, sources, s.human_cutoff, s.human_mode, parse_bands(s.bands, "--bands"))
+    files = render.render(ev, ctx.experiment, run_id=ctx.run.info.run_id)
+    render.log_artifacts(files)
+    staging = ctx.stage()
+    if preflight.is_local(staging):
+        io.write_local(files, preflight.local_path(staging))
+    else:
+        for rel, data in files.items():
+            io.write_bytes(ctx.spark, layout.join(staging, rel), data)
+    best = ev.success.sort_values("success_rate", ascending=False).iloc[0]
+    figures = sum(k.startswith("figures/") for k in files)
+    summary = (
+        f"wrote {ctx.output()} (report.md, report.html, {figures} figures, tables) and MLflow run "
+        f"{ctx.run.info.run_id} ({ctx.experiment}/{s.run_name}): {len(runs)} runs, "
+        f"{int(ev.success['games'].sum())} games, {len(ev.fits)} fits"
+        + (f", {len(skipped)} runs left out" if skipped else "")
+        + f"; best success {best['label']} on {best['graph']} "
+        f"{best['success_rate']:.3f} ± {best['success_rate_sd']:.3f}"
+    )
+    params = {"output": ctx.output(), "play_runs": ",".join(r.run_id for r in runs)}
+    return Result(summary, metrics=ev.metrics(), params=params)
+
+
+JOB = Job(
+    name="report",
+    doc=__doc__,
+    settings=ReportConfig,
+    body=report,
+    outputs=(
+        Output(
+            lambda s, _: {"": s.output or render.default_output(tracking.experiment_name(s.experiment))},
+            replace=True,
+            what="report",
+        ),
+    ),
+    run_name=lambda ctx: ctx.settings.run_name,
+    prepare=check_replaceable,
+)
