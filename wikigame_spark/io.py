@@ -1,8 +1,9 @@
-"""Storage: every read and write of tables, manifests, output folders and input stores.
+"""Tables, manifests, output folders, locks and input stores, over one storage object.
 
-The driver goes through Hadoop's FileSystem API, so the same code writes to a local disk, HDFS,
-DBFS or S3 (``s3a://``); the Python workers read with pyarrow's file systems
-(:func:`read_columns`). An output directory is written under a staging name and renamed into place
+Every path is reached through :class:`wikigame_spark.storage.Storage`: on the driver Hadoop's
+FileSystem API once a session exists (local disk, HDFS, DBFS, ``s3a://``), os calls for local paths
+before; the Python workers read with pyarrow's file systems (:func:`read_columns`). A scheme is
+added in :mod:`wikigame_spark.storage` alone. An output directory is written under a staging name and renamed into place
 only when complete, so a failed run leaves nothing that looks finished; one writer per output is
 ensured by a lock file. Input stores (:func:`open_store`: a local folder, an S3 bucket through
 boto3, any Hadoop URI) list and read source files on the driver, and :func:`configure_s3a` gives
@@ -18,8 +19,6 @@ import json
 import logging
 import os
 import posixpath
-import re
-import shutil
 import socket
 import subprocess
 import uuid
@@ -34,21 +33,16 @@ from pyspark.sql.types import StructType
 import wikigame_spark
 from wikigame_spark import layout
 from wikigame_spark.layout import MANIFEST
+from wikigame_spark.storage import Storage, is_local, local_path
+from wikigame_spark.storage import StorageError as StorageError
+from wikigame_spark.storage import arrow as arrow_path
+from wikigame_spark.storage import spark_uri as spark_uri
 
 log = logging.getLogger(__name__)
 
 
-def arrow_path(path: str) -> tuple[pafs.FileSystem, str]:
-    """A pyarrow filesystem and path for a Hadoop-style path (local, file:, s3a:, hdfs:)."""
-    if path.startswith("s3a://"):
-        path = "s3://" + path[len("s3a://") :]
-    if "://" not in path:
-        return pafs.LocalFileSystem(), path
-    return pafs.FileSystem.from_uri(path)
-
-
 def read_columns(path: str, columns: list[str]):
-    """A Parquet table directory's columns as a pyarrow Table."""
+    """A Parquet table directory's columns as a pyarrow Table (on a worker, or the driver)."""
     fs, p = arrow_path(path)
     return ds.dataset(p, filesystem=fs, format="parquet").to_table(columns=columns)
 
@@ -57,47 +51,30 @@ class OutputExistsError(FileExistsError):
     """The output directory exists and ``--overwrite`` was not given."""
 
 
+# The functions below take the session first: each is one operation of :class:`Storage`.
 def filesystem(spark: SparkSession, path: str):
     """``(Hadoop FileSystem, Path)`` of a path on any store Spark reads (local, S3, DBFS, HDFS)."""
-    jvm = spark.sparkContext._jvm
-    jpath = jvm.org.apache.hadoop.fs.Path(path)
-    return jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), jpath
+    return Storage(spark).hadoop(path)
 
 
-def exists(spark: SparkSession, path: str) -> bool:
-    fs, jpath = filesystem(spark, path)
-    return fs.exists(jpath)
+def exists(spark: SparkSession | None, path: str) -> bool:
+    return Storage(spark).exists(path)
 
 
-def delete(spark: SparkSession, path: str) -> None:
-    fs, jpath = filesystem(spark, path)
-    if fs.exists(jpath):
-        fs.delete(jpath, True)
+def delete(spark: SparkSession | None, path: str) -> None:
+    Storage(spark).delete(path)
 
 
-def write_bytes(spark: SparkSession, path: str, data: bytes) -> None:
-    fs, jpath = filesystem(spark, path)
-    out = fs.create(jpath, True)
-    try:
-        out.write(bytearray(data))
-    finally:
-        out.close()
+def write_bytes(spark: SparkSession | None, path: str, data: bytes) -> None:
+    Storage(spark).write(path, data)
 
 
-def write_text(spark: SparkSession, path: str, text: str) -> None:
-    write_bytes(spark, path, text.encode("utf-8"))
+def write_text(spark: SparkSession | None, path: str, text: str) -> None:
+    Storage(spark).write_text(path, text)
 
 
-def read_text(spark: SparkSession, path: str) -> str:
-    fs, jpath = filesystem(spark, path)
-    if not fs.exists(jpath):
-        raise FileNotFoundError(f"{path}: not found")
-    stream = fs.open(jpath)
-    jvm = spark.sparkContext._jvm
-    try:
-        return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
+def read_text(spark: SparkSession | None, path: str) -> str:
+    return Storage(spark).read_text(path)
 
 
 def write_json(spark: SparkSession, path: str, obj: dict) -> None:
@@ -128,12 +105,8 @@ def _staging_name(path: str) -> str:
 
 
 @contextlib.contextmanager
-def staged_output(spark: SparkSession, path: str, overwrite: bool) -> Iterator[str]:
-    """Yield a staging directory that replaces ``path`` only if the block completes.
-
-    An older ``path`` is renamed aside, the new one renamed in, then the old one deleted: a reader
-    never sees a half-written output, and ``path`` is absent only between two renames.
-    """
+def staged_output(spark: SparkSession | None, path: str, overwrite: bool) -> Iterator[str]:
+    """Yield a staging directory that replaces ``path`` only if the block completes (:func:`publish`)."""
     path = path.rstrip("/")
     if exists(spark, path) and not overwrite:
         raise OutputExistsError(f"{path} exists; pass --overwrite to replace it")
@@ -143,20 +116,51 @@ def staged_output(spark: SparkSession, path: str, overwrite: bool) -> Iterator[s
     except BaseException:
         delete(spark, staging)
         raise
-    fs, jstaging = filesystem(spark, staging)
-    _, jpath = filesystem(spark, path)
+    publish(spark, staging, path)
+
+
+def new_staging(path: str) -> str:
+    """A fresh staging folder for ``path``: a hidden sibling, removed or renamed into place."""
+    return _staging_name(path.rstrip("/"))
+
+
+def resume_staging(path: str) -> str:
+    """The staging folder where a resumable output (a play run) is remade while its finished
+    version stays in place: the same name every time, so a killed run is resumed there."""
+    parent, _, name = path.rstrip("/").rpartition("/")
+    return f"{parent}/.{name}._resume" if parent else f".{name}._resume"
+
+
+def publish(spark: SparkSession | None, staging: str, path: str) -> None:
+    """Move the complete ``staging`` folder to ``path``: an older ``path`` is renamed aside, the new
+    one renamed in, then the old one deleted — a reader never sees a half-written output, and
+    ``path`` is absent only between two renames."""
+    store = Storage(spark)
     old = None
-    if fs.exists(jpath):
-        old = filesystem(spark, _staging_name(path).replace("._staging-", "._replaced-"))[1]
-        if not fs.rename(jpath, old):
-            raise OSError(f"could not move the older {path} aside")
-    parent = jpath.getParent()
-    if parent is not None and not fs.exists(parent):
-        fs.mkdirs(parent)
-    if not fs.rename(jstaging, jpath):
-        raise OSError(f"could not move {staging} to {path}")
+    if store.exists(path):
+        old = _staging_name(path).replace("._staging-", "._replaced-")
+        store.rename(path, old)
+    store.rename(staging, path)
     if old is not None:
-        fs.delete(old, True)
+        store.delete(old)
+
+
+def clean_staging(path: str, spark: SparkSession | None = None) -> list[str]:
+    """Remove the staging folders killed runs left for ``path`` (its hidden ``._staging-``/
+    ``._replaced-`` siblings, and the chunks' inside it; a play run's resumable ``._resume`` stays).
+    The caller holds the output's lock, so no live writer owns them. Returns what was removed."""
+    path = path.rstrip("/")
+    parent, _, name = path.rpartition("/")
+    patterns = [f"{parent}/.{name}._staging-*", f"{parent}/.{name}._replaced-*", f"{path}/.*._staging-*"]
+    store = Storage(spark)
+    removed = []
+    for pattern in patterns:
+        for stale in store.glob(pattern):
+            store.delete(stale)
+            removed.append(stale)
+    if removed:
+        log.info("%s: removed %d staging folder(s) of runs that did not finish", path, len(removed))
+    return removed
 
 
 class OutputBusyError(RuntimeError):
@@ -187,85 +191,24 @@ def _alive(owner: dict) -> bool:
     return started is None or _process_start(pid) in (None, started)
 
 
-class _LocalLockFile:
-    def __init__(self, path: str) -> None:
-        self.path = path[len("file:") :] if path.startswith("file:") else path
-
-    def create(self, text: str) -> bool:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        tmp = f"{self.path}.{uuid.uuid4().hex[:8]}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        try:
-            os.link(tmp, self.path)  # atomic, and fails if the lock exists: the content is complete
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            os.unlink(tmp)
-
-    def read(self) -> str | None:
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
-
-    def take_stale(self, seen: str) -> bool:
-        """Remove a dead owner's lock; False if it changed meanwhile (another process took it)."""
-        aside = f"{self.path}.stale-{uuid.uuid4().hex[:8]}"
-        try:
-            os.rename(self.path, aside)
-        except FileNotFoundError:
-            return True
-        with open(aside, encoding="utf-8") as f:
-            moved = f.read()
-        if moved != seen:  # a live owner's lock was taken in between: give it back
-            with contextlib.suppress(FileExistsError):
-                os.link(aside, self.path)
-            os.unlink(aside)
-            return False
-        os.unlink(aside)
-        return True
-
-    def remove(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+def _read_lock(store: Storage, path: str) -> str | None:
+    try:
+        return store.read_text(path)
+    except FileNotFoundError:
+        return None
 
 
-class _HadoopLockFile:
-    """Hadoop's create without overwrite: atomic on HDFS; on object stores only as atomic as the store."""
-
-    def __init__(self, spark: SparkSession, path: str) -> None:
-        self.spark, self.path = spark, path
-
-    def create(self, text: str) -> bool:
-        fs, jpath = filesystem(self.spark, self.path)
-        try:
-            out = fs.create(jpath, False)
-        except Exception as e:  # FileAlreadyExistsException arrives as a Py4J error
-            if "AlreadyExists" in str(e) or fs.exists(jpath):
-                return False
-            raise
-        try:
-            out.write(bytearray(text.encode("utf-8")))
-        finally:
-            out.close()
-        return True
-
-    def read(self) -> str | None:
-        try:
-            return read_text(self.spark, self.path)
-        except FileNotFoundError:
-            return None
-
-    def take_stale(self, seen: str) -> bool:
-        if self.read() == seen:
-            delete(self.spark, self.path)
-        return True
-
-    def remove(self) -> None:
-        delete(self.spark, self.path)
+def _take_stale(store: Storage, path: str, seen: str) -> None:
+    """Remove a dead owner's lock, unless it changed since it was read (another process took it)."""
+    aside = f"{path}.stale-{uuid.uuid4().hex[:8]}"
+    try:
+        store.rename(path, aside)
+    except FileNotFoundError:
+        return
+    moved = store.read(aside)
+    if moved != seen.encode("utf-8"):  # a live owner's lock was taken in between: give it back
+        store.create_if_absent(path, moved)
+    store.delete(aside)
 
 
 @contextlib.contextmanager
@@ -274,15 +217,14 @@ def output_lock(path: str, spark: SparkSession | None = None, what: str = "outpu
     created atomically. A live owner's lock refuses (:class:`OutputBusyError`); a dead owner's
     (a killed process on this host) is taken over. Local paths need no session."""
     lock_path = f"{path.rstrip('/')}.lock"
-    is_local = "://" not in lock_path and not lock_path.startswith(("dbfs:", "s3", "hdfs:", "gs:", "abfs"))
-    lock = _LocalLockFile(lock_path) if is_local or spark is None else _HadoopLockFile(spark, lock_path)
+    store = Storage(spark)
     pid = os.getpid()
     owner = {"host": socket.gethostname(), "pid": pid, "pid_started": _process_start(pid), "since": _now()}
     text = json.dumps(owner, sort_keys=True)
     for _ in range(5):
-        if lock.create(text):
+        if store.create_if_absent(lock_path, text.encode("utf-8")):
             break
-        seen = lock.read()
+        seen = _read_lock(store, lock_path)
         if seen is None:
             continue
         try:
@@ -295,14 +237,14 @@ def output_lock(path: str, spark: SparkSession | None = None, what: str = "outpu
                 f"since {held.get('since')}; wait for it, or delete {lock_path} if that process is gone"
             )
         log.warning("%s: taking over the lock of pid %s, which is no longer running", path, held.get("pid"))
-        lock.take_stale(seen)
+        _take_stale(store, lock_path, seen)
     else:
         raise OutputBusyError(f"{path}: could not take {lock_path}; another process keeps taking it")
     try:
         yield owner
     finally:
-        if lock.read() == text:
-            lock.remove()
+        if _read_lock(store, lock_path) == text:
+            store.delete(lock_path)
 
 
 def _now() -> str:
@@ -359,13 +301,10 @@ def file_identities(spark: SparkSession, paths: list[str]) -> list[dict]:
     return sorted(rdd.map(_file_identity).collect(), key=lambda d: d["path"])
 
 
-def write_graph(spark: SparkSession, directory: str, tables: dict, manifest: dict, overwrite: bool) -> dict:
-    """Write ``{name: (DataFrame, schema)}`` and the manifest as one atomic output directory."""
-    with staged_output(spark, directory, overwrite) as staging:
-        for name, (df, schema) in tables.items():
-            write_table(df, layout.join(staging, name), schema)
-        write_json(spark, layout.manifest(staging), manifest)
-    return {name: layout.join(directory, name) for name in tables}
+def write_tables(spark: SparkSession, directory: str, tables: dict) -> None:
+    """Write ``{name: (DataFrame, schema)}`` as the tables of ``directory`` (a staging folder)."""
+    for name, (df, schema) in tables.items():
+        write_table(df, layout.join(directory, name), schema)
 
 
 def current_cache(spark: SparkSession, path: str, source_created: str | None) -> dict | None:
@@ -394,46 +333,19 @@ PUBLIC_BUCKETS = ("openalex",)
 DEFAULT_REGION = "us-east-1"
 
 
-class StorageError(ValueError):
-    """A store that cannot be listed or read as asked; the message names the URI at fault."""
-
-
-class LocalStore:
-    """A local folder (paths are absolute; Spark reads them as ``file:`` URIs)."""
+class LocalStore(Storage):
+    """A local folder listed before any session (paths are absolute; Spark reads them as ``file:`` URIs)."""
 
     def __init__(self, root: str):
+        super().__init__()
         self.root = os.path.abspath(root)
-
-    def join(self, base: str, rel: str) -> str:
-        return os.path.normpath(os.path.join(base, rel)) if rel else base
-
-    def is_file(self, path: str) -> bool:
-        return os.path.isfile(path)
-
-    def list(self, prefix: str) -> dict[str, int]:
-        """Every file under ``prefix`` (a folder): relative path → size."""
-        out = {}
-        if os.path.isdir(prefix):
-            for dirpath, _, names in os.walk(prefix):
-                for name in names:
-                    full = os.path.join(dirpath, name)
-                    out[os.path.relpath(full, prefix).replace(os.sep, "/")] = os.path.getsize(full)
-        return out
-
-    def size(self, path: str) -> int:
-        return os.path.getsize(path)
-
-    def read(self, path: str) -> bytes:
-        with open(path, "rb") as f:
-            return f.read()
-
-    def spark_path(self, path: str) -> str:
-        return "file://" + path
 
 
 class S3Store:
-    """One bucket through boto3: anonymous for the public OpenAlex bucket, else the usual AWS
-    credential chain (environment, profile, instance role), optionally at another endpoint."""
+    """One bucket through boto3, with :class:`Storage`'s input-store methods (``join``, ``is_file``,
+    ``list``, ``size``, ``read``, ``spark_path``) on its keys: anonymous for the public OpenAlex
+    bucket, else the usual AWS credential chain (environment, profile, instance role), optionally
+    at another endpoint."""
 
     def __init__(self, bucket: str, endpoint_url: str = "", anonymous: bool | None = None):
         import boto3
@@ -534,43 +446,9 @@ def _s3_status(e: Exception) -> int | None:
     return response.get("ResponseMetadata", {}).get("HTTPStatusCode")
 
 
-class HadoopStore:
-    """Any other Hadoop URI (``hdfs://``, ``dbfs:/``, ``file:``, ``abfss://`` …), listed through the
-    session's Hadoop file system."""
-
-    def __init__(self, spark: SparkSession):
-        self.spark = spark
-
-    def _fs(self, path: str):
-        return filesystem(self.spark, path)
-
-    def join(self, base: str, rel: str) -> str:
-        return f"{base.rstrip('/')}/{rel}" if rel else base
-
-    def is_file(self, path: str) -> bool:
-        fs, jpath = self._fs(path)
-        return fs.exists(jpath) and fs.getFileStatus(jpath).isFile()
-
-    def list(self, prefix: str) -> dict[str, int]:
-        fs, jpath = self._fs(prefix)
-        if not fs.exists(jpath) or fs.getFileStatus(jpath).isFile():
-            return {}
-        base = fs.getFileStatus(jpath).getPath().toString().rstrip("/") + "/"
-        out, files = {}, fs.listFiles(jpath, True)
-        while files.hasNext():
-            status = files.next()
-            out[status.getPath().toString()[len(base) :]] = status.getLen()
-        return out
-
-    def size(self, path: str) -> int:
-        fs, jpath = self._fs(path)
-        return fs.getFileStatus(jpath).getLen()
-
-    def read(self, path: str) -> bytes:
-        return read_text(self.spark, path).encode("utf-8")
-
-    def spark_path(self, path: str) -> str:
-        return path
+class HadoopStore(Storage):
+    """Any other Hadoop URI (``hdfs://``, ``dbfs:/``, ``abfss://`` …), listed through the session's
+    Hadoop file system."""
 
 
 def open_store(uri: str, endpoint_url: str = "", spark: SparkSession | None = None):
@@ -580,18 +458,12 @@ def open_store(uri: str, endpoint_url: str = "", spark: SparkSession | None = No
         if not parsed.netloc:
             raise StorageError(f"input {uri!r}: no bucket name")
         return S3Store(parsed.netloc, endpoint_url), parsed.path.strip("/")
-    if parsed.scheme in ("", "file") and not re.match(r"^[a-zA-Z]:[\\/]", uri):
-        path = parsed.path if parsed.scheme == "file" else uri
-        store = LocalStore(path)
+    if is_local(uri):
+        store = LocalStore(local_path(uri))
         return store, store.root
     if spark is None:
         raise StorageError(f"input {uri!r}: a {parsed.scheme}:// input needs a Spark session to list it")
     return HadoopStore(spark), uri.rstrip("/")
-
-
-def spark_uri(uri: str) -> str:
-    """``s3://`` → ``s3a://`` (Hadoop's S3 connector); other URIs unchanged."""
-    return "s3a://" + uri[len("s3://") :] if uri.startswith("s3://") else uri
 
 
 def configure_s3a(spark: SparkSession, uri: str, endpoint_url: str = "", store: S3Store | None = None) -> None:
@@ -628,37 +500,26 @@ def configure_s3a(spark: SparkSession, uri: str, endpoint_url: str = "", store: 
 def open_input_file(path: str, s3: dict | None = None):
     """A pyarrow input file for a ``file://`` or ``s3a://`` URI, the latter through pyarrow's S3
     file system with ``s3`` (:meth:`S3Store.arrow_options`: the settings boto3 used)."""
-    if path.startswith("file://"):
-        return path[len("file://") :]
-    return pafs.S3FileSystem(**(s3 or {})).open_input_file(path[len("s3a://") :])
+    fs, p = arrow_path(path, s3 or {})
+    return p if isinstance(fs, pafs.LocalFileSystem) else fs.open_input_file(p)
 
 
 # --- Publishing a folder of small files -----------------------------------------------------------
 def write_local(files: dict[str, bytes], directory: str) -> None:
     """``{relative path: bytes}`` written under a local ``directory``."""
+    store = Storage()
     for rel, data in files.items():
-        path = os.path.join(directory, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(data)
+        store.write(os.path.join(directory, rel), data)
 
 
 def publish_files(spark: SparkSession, files: dict[str, bytes], output: str) -> None:
     """Write ``{relative path: bytes}`` as the folder ``output``, atomically: on a local disk with
     plain files (Hadoop's local filesystem would add a ``.crc`` beside each), elsewhere through
     Hadoop (DBFS, S3, HDFS…)."""
-    fs, jpath = filesystem(spark, output)
-    if fs.getUri().getScheme() == "file":
-        target = fs.makeQualified(jpath).toUri().getPath()
-        staging = f"{target}._staging-{uuid.uuid4().hex[:8]}"
-        try:
-            write_local(files, staging)
-            if os.path.isdir(target):
-                shutil.rmtree(target)
-            os.replace(staging, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        return
+    local = Storage(spark).local_disk(output)
+    if local is not None:
+        spark, output = None, local
+    store = Storage(spark)
     with staged_output(spark, output, overwrite=True) as staging:
         for rel, data in files.items():
-            write_bytes(spark, layout.join(staging, rel), data)
+            store.write(layout.join(staging, rel), data)

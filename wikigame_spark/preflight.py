@@ -4,8 +4,9 @@ Flags are checked by the job's config; here: each input is of the kind the flag 
 games table, a dump) and readable, the output is absent (or ``--overwrite``) and writable (a probe
 is created and removed under it), and the MLflow tracking store answers within a few seconds.
 
-Local paths are checked before the SparkSession exists. Other URIs (``s3a://``, ``hdfs://``,
-``dbfs:/``) need Hadoop's file systems: a job calls the same checks again with its session, before
+Every path is reached through :class:`wikigame_spark.storage.Storage`. Local paths are checked
+before the SparkSession exists. Other URIs (``s3a://``, ``hdfs://``, ``dbfs:/``) need Hadoop's file
+systems: a job calls the same checks again with its session, before
 any work; without a session such a URI is not checked yet (``None``), and with one an output's
 local path is not probed twice.
 """
@@ -15,17 +16,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sqlite3
-import uuid
 from collections.abc import Iterator
+
+import pyarrow.fs as pafs
 
 from wikigame_spark import io, layout, tracking
 from wikigame_spark.layout import GraphDir, PlaysDir
+from wikigame_spark.storage import Storage, arrow, is_local, local_path
 
 GRAPH, GAMES, PLAYS, DUMP = "graph", "games table", "plays folder", "dump"
 TRACKING_TIMEOUT_S = 5
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PARQUET_MAGIC = b"PAR1"
 
 
@@ -33,77 +34,25 @@ class PreflightError(ValueError):
     """An input, output or setting a job cannot use; the message names it and what to do."""
 
 
-def is_local(path: str) -> bool:
-    return not _URI.match(path) or path.startswith("file:")
-
-
-def local_path(path: str) -> str:
-    return path[len("file:") :].replace("//", "/", 1) if path.startswith("file:") else path
-
-
 def absolute(path: str) -> str:
     """A local path made absolute (outputs and MLflow params must not depend on the cwd); URIs as given."""
     return os.path.abspath(local_path(path)) if path and is_local(path) else path.rstrip("/")
 
 
-class _Local:
-    def exists(self, p: str) -> bool:
-        return os.path.exists(p)
-
-    def isdir(self, p: str) -> bool:
-        return os.path.isdir(p)
-
-    def listdir(self, p: str) -> list[str]:
-        return sorted(os.listdir(p))
-
-    def read_text(self, p: str) -> str:
-        with open(p, encoding="utf-8") as f:
-            return f.read()
-
-    def probe(self, directory: str) -> None:
-        probe = os.path.join(directory, f".wikigame-probe-{uuid.uuid4().hex[:8]}")
-        os.mkdir(probe)
-        os.rmdir(probe)
-
-
-class _Hadoop:
-    def __init__(self, spark) -> None:
-        self.spark = spark
-
-    def exists(self, p: str) -> bool:
-        return io.exists(self.spark, p)
-
-    def isdir(self, p: str) -> bool:
-        fs, jpath = io.filesystem(self.spark, p)
-        return fs.exists(jpath) and fs.getFileStatus(jpath).isDirectory()
-
-    def listdir(self, p: str) -> list[str]:
-        fs, jpath = io.filesystem(self.spark, p)
-        return sorted(s.getPath().getName() for s in fs.listStatus(jpath))
-
-    def read_text(self, p: str) -> str:
-        return io.read_text(self.spark, p)
-
-    def probe(self, directory: str) -> None:
-        fs, jpath = io.filesystem(self.spark, f"{directory.rstrip('/')}/.wikigame-probe-{uuid.uuid4().hex[:8]}")
-        io.write_bytes(self.spark, jpath.toString(), b"")
-        fs.delete(jpath, False)
-
-
-def _fs(path: str, spark):
-    if is_local(path):
-        return _Local(), os.path.abspath(local_path(path))
-    return (_Hadoop(spark), path.rstrip("/")) if spark is not None else (None, path)
+def _fs(path: str, spark) -> Storage | None:
+    """The storage that reaches ``path`` now, or None: a URI waits for the session."""
+    store = Storage(spark)
+    return store if store.reaches(path) else None
 
 
 def kind(path: str, spark=None) -> str | None:
     """What ``path`` holds: ``graph``, ``games table``, ``plays folder``, ``dump`` (a file), or None."""
-    fs, p = _fs(path, spark)
-    if fs is None or not fs.exists(p):
+    fs = _fs(path, spark)
+    if fs is None or not fs.exists(path):
         return None
-    if not fs.isdir(p):
+    if not fs.is_dir(path):
         return DUMP
-    names = set(fs.listdir(p))
+    names = set(fs.names(path))
     if io.MANIFEST not in names:
         return None
     if GraphDir.is_graph(names):
@@ -119,53 +68,53 @@ def _describe(found: str | None) -> str:
     return f"is a {found}" if found else "has no manifest.json (not a finished wikigame-spark output)"
 
 
-def _manifest(fs, p: str, flag: str, path: str) -> dict:
+def _manifest(fs: Storage, flag: str, path: str) -> dict:
     try:
-        return json.loads(fs.read_text(layout.manifest(p)))
+        return json.loads(fs.read_text(layout.manifest(path)))
     except (OSError, ValueError) as e:
         raise PreflightError(f"{flag} {path}: cannot read {io.MANIFEST}: {e}") from e
 
 
+def _reason(e: Exception) -> str:
+    """What refused: an OS error's reason, or the first line of Hadoop's (a Py4J error)."""
+    return getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
+
+
 def _check_parquet(directory: str, flag: str) -> None:
     """Every part file of a local Parquet table ends with Parquet's magic bytes (a cut or corrupt
-    file is named here rather than as a Java trace from inside a task)."""
-    if not os.path.isdir(directory):
+    file is named here rather than as a Java trace from inside a task); read as the workers read."""
+    fs, p = arrow(directory)
+    if fs.get_file_info(p).type != pafs.FileType.Directory:
         raise PreflightError(f"{flag}: {directory} is missing")
-    for name in sorted(os.listdir(directory)):
-        if name.startswith((".", "_")):
-            continue
-        path = os.path.join(directory, name)
-        if os.path.isdir(path):
+    for info in sorted(fs.get_file_info(pafs.FileSelector(p)), key=lambda i: i.base_name):
+        if info.base_name.startswith((".", "_")) or info.type == pafs.FileType.Directory:
             continue
         try:
-            with open(path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(size - 4, 0))
-                tail = f.read(4)
-                f.seek(0)
-                head = f.read(4)
+            with fs.open_input_file(info.path) as f:
+                size = f.size()
+                head, tail = f.read_at(4, 0), f.read_at(4, max(size - 4, 0))
         except OSError as e:
-            raise PreflightError(f"{flag}: {path}: cannot read: {e.strerror or e}") from e
+            raise PreflightError(f"{flag}: {info.path}: cannot read: {_reason(e)}") from e
         if size < 12 or head != _PARQUET_MAGIC or tail != _PARQUET_MAGIC:
-            raise PreflightError(f"{flag}: {path} is not a Parquet file ({size} bytes; corrupt or cut short)")
+            raise PreflightError(f"{flag}: {info.path} is not a Parquet file ({size} bytes; corrupt or cut short)")
 
 
 def require(path: str, want: str, flag: str, spark=None, tables: tuple[str, ...] = ()) -> dict | None:
     """The manifest of ``path`` when it is a finished ``want`` (GRAPH, GAMES) with readable
     ``tables``; a wrong kind, a missing path or a corrupt table raises :class:`PreflightError`."""
-    fs, p = _fs(path, spark)
+    fs = _fs(path, spark)
     if fs is None:
         return None
-    if not fs.exists(p):
+    if not fs.exists(path):
         raise PreflightError(f"{flag} {path}: not found")
     found = kind(path, spark)
     if found != want:
         raise PreflightError(f"{flag} {path}: {_describe(found)}, not a {want}")
-    manifest = _manifest(fs, p, flag, path)
-    if isinstance(fs, _Local):
+    manifest = _manifest(fs, flag, path)
+    on_disk = fs.local_disk(path)
+    if on_disk is not None:
         for table in tables:
-            _check_parquet(os.path.join(p, table), flag)
+            _check_parquet(os.path.join(on_disk, table), flag)
     return manifest
 
 
@@ -186,14 +135,14 @@ def require_source(paths: list[str], flag: str = "--input", want: str = "a dump 
 
 
 def require_file(path: str, flag: str, spark=None) -> None:
-    fs, p = _fs(path, spark)
+    fs = _fs(path, spark)
     if fs is None:
         return
-    if not fs.exists(p):
+    if not fs.exists(path):
         raise PreflightError(f"{flag} {path}: not found")
-    if fs.isdir(p):
+    if fs.is_dir(path):
         raise PreflightError(f"{flag} {path}: is a folder, not a file")
-    if isinstance(fs, _Local) and not os.access(p, os.R_OK):
+    if not fs.readable(path):
         raise PreflightError(f"{flag} {path}: not readable")
 
 
@@ -214,7 +163,7 @@ def games_bound_to(games_manifest: dict, graph_manifest: dict, games_dir: str, g
         )
 
 
-def _nearest_existing(fs, p: str) -> str:
+def _nearest_existing(fs: Storage, p: str) -> str:
     while not fs.exists(p):
         parent = os.path.dirname(p.rstrip("/"))
         if not parent or parent == p or parent.endswith(":/") or parent.endswith(":"):
@@ -231,23 +180,22 @@ def check_output(path: str, overwrite: bool, flag: str = "--output", spark=None,
     """
     if spark is not None and is_local(path):
         return  # checked before the session
-    fs, p = _fs(path, spark)
+    fs = _fs(path, spark)
     if fs is None:
         return
+    p = absolute(path)
     marker = layout.manifest(p) if finished else p
     if fs.exists(marker) and not overwrite:
         raise io.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
-    if fs.exists(p) and not fs.isdir(p):
+    if fs.exists(p) and not fs.is_dir(p):
         raise PreflightError(f"{flag} {path}: is a file, not a folder")
     where = _nearest_existing(fs, p)
-    if not fs.isdir(where):
+    if not fs.is_dir(where):
         raise PreflightError(f"{flag} {path}: {where} is a file, not a folder")
     try:
         fs.probe(where)
-    except OSError as e:
-        raise PreflightError(f"{flag} {path}: cannot write under {where}: {e.strerror or e}") from e
-    except Exception as e:  # Hadoop's refusals arrive as Py4J errors
-        raise PreflightError(f"{flag} {path}: cannot write under {where}: {str(e).splitlines()[0]}") from e
+    except Exception as e:  # an OSError, or Hadoop's refusal as a Py4J error
+        raise PreflightError(f"{flag} {path}: cannot write under {where}: {_reason(e)}") from e
 
 
 @contextlib.contextmanager
@@ -270,19 +218,19 @@ def _check_sqlite(uri: str) -> None:
         return
     path = os.path.abspath(path)
     where = f"MLFLOW_TRACKING_URI={uri}"
-    if os.path.exists(path):
+    disk = Storage()
+    if disk.exists(path):
         try:
             with contextlib.closing(sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=TRACKING_TIMEOUT_S)) as c:
                 c.execute("select count(*) from sqlite_master").fetchone()
         except sqlite3.Error as e:
             raise PreflightError(f"{where}: {path} is not a usable SQLite database: {e}") from e
         return
-    fs = _Local()
-    parent = _nearest_existing(fs, os.path.dirname(path))
+    parent = _nearest_existing(disk, os.path.dirname(path))
     try:
-        if not os.path.isdir(parent):
+        if not disk.is_dir(parent):
             raise NotADirectoryError(20, "not a folder")
-        fs.probe(parent)
+        disk.probe(parent)
     except OSError as e:
         raise PreflightError(f"{where}: cannot create {path} (under {parent}: {e.strerror or e})") from e
 
@@ -310,9 +258,9 @@ def check_tracking(uri: str | None = None) -> None:
     elif uri.startswith(("http://", "https://")):
         _check_server(uri)
     elif is_local(uri):
-        directory = local_path(uri)
-        parent = _nearest_existing(_Local(), directory)
+        disk = Storage()
+        parent = _nearest_existing(disk, local_path(uri))
         try:
-            _Local().probe(parent)
+            disk.probe(parent)
         except OSError as e:
             raise PreflightError(f"MLFLOW_TRACKING_URI={uri}: cannot write under {parent}: {e.strerror or e}") from e

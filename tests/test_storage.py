@@ -1,0 +1,151 @@
+"""The one storage object on local paths (os calls, no session) and through Hadoop's FileSystem
+(``file://`` URIs with the session), its atomic create, and the locks and stores built on it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from wikigame_spark import io, preflight
+from wikigame_spark.storage import Storage, StorageError, arrow, is_local, local_path, spark_uri
+
+
+def exercise(store: Storage, root: str) -> None:
+    """Every operation, the same answers whichever way ``root`` is reached."""
+    folder = f"{root}/a"
+    assert not store.exists(folder) and not store.is_dir(folder)
+    store.write(f"{folder}/b/c.bin", b"\x00\x01")  # folders made as needed
+    store.write_text(f"{folder}/d.txt", "ünï\n")
+    assert store.exists(folder) and store.is_dir(folder) and not store.is_file(folder)
+    assert store.is_file(f"{folder}/d.txt") and store.readable(f"{folder}/d.txt")
+    assert store.read(f"{folder}/b/c.bin") == b"\x00\x01" and store.read_text(f"{folder}/d.txt") == "ünï\n"
+    assert store.size(f"{folder}/d.txt") == len("ünï\n".encode())
+    assert store.names(folder) == ["b", "d.txt"]
+    assert store.list(folder) == {"b/c.bin": 2, "d.txt": 6}
+    assert store.list(f"{folder}/d.txt") == {} and store.list(f"{root}/none") == {}
+    assert [p.rsplit("/", 1)[1] for p in store.glob(f"{folder}/*.txt")] == ["d.txt"]
+    with pytest.raises(FileNotFoundError):
+        store.read(f"{root}/none")
+
+    store.mkdirs(f"{root}/e/f")
+    assert store.is_dir(f"{root}/e/f")
+    store.rename(folder, f"{root}/moved/here")  # the target's folder is made
+    assert not store.exists(folder) and store.read(f"{root}/moved/here/b/c.bin") == b"\x00\x01"
+    with pytest.raises(FileNotFoundError):
+        store.rename(folder, f"{root}/again")
+    store.probe(root)
+    assert sorted(store.names(root)) == ["e", "moved"]  # the probe is gone
+
+    assert store.create_if_absent(f"{root}/lock", b"first")
+    assert not store.create_if_absent(f"{root}/lock", b"second")
+    assert store.read(f"{root}/lock") == b"first"
+
+    store.delete(f"{root}/moved")
+    store.delete(f"{root}/lock")
+    store.delete(f"{root}/none")  # absent: nothing to do
+    assert store.names(root) == ["e"]
+
+
+def test_local_paths_need_no_session(tmp_path):
+    store = Storage()
+    exercise(store, str(tmp_path))
+    assert store.local_disk(f"file://{tmp_path}") == str(tmp_path)
+    assert store.spark_path(str(tmp_path)) == f"file://{tmp_path}"
+    assert store.join(str(tmp_path), "x/../y") == f"{tmp_path}/y"
+
+
+def test_hadoop_file_uris_with_the_session(spark, tmp_path):
+    store = Storage(spark)
+    exercise(store, f"file://{tmp_path}")
+    assert store.local_disk(f"file://{tmp_path}/x") == f"{tmp_path}/x"
+    assert store.spark_path(f"file://{tmp_path}") == f"file://{tmp_path}"
+    assert store.join("hdfs://nn/x", "y") == "hdfs://nn/x/y"
+    fs, jpath = store.hadoop(f"file://{tmp_path}")
+    assert fs.getUri().getScheme() == "file" and jpath.getName() == tmp_path.name
+
+
+def test_a_uri_without_the_session_is_not_reached(tmp_path):
+    store = Storage()
+    assert not store.reaches("s3a://bucket/x") and store.reaches(str(tmp_path)) and store.reaches("file:/x")
+    with pytest.raises(StorageError, match="s3a://bucket/x"):
+        store.exists("s3a://bucket/x")
+    assert preflight.kind("hdfs://nn/graph") is None  # not checked until the session exists
+
+
+def test_atomic_create_has_one_winner(tmp_path):
+    """Racing creators of one lock: exactly one wins, and the file always holds a whole text."""
+    store = Storage()
+    path = str(tmp_path / "run.lock")
+    won, start = [], threading.Barrier(8)
+
+    def create(i: int) -> None:
+        start.wait()
+        if store.create_if_absent(path, f"owner {i}".encode() * 1000):
+            won.append(i)
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1 and store.read(path) == f"owner {won[0]}".encode() * 1000
+    assert os.listdir(tmp_path) == ["run.lock"]  # no temporary file left behind
+
+
+def test_the_lock_through_hadoop_takes_a_dead_owners(spark, tmp_path):
+    out = f"file://{tmp_path}/plays"
+    with io.output_lock(out, spark, what="run") as owner:
+        assert owner["pid"] == os.getpid() and os.path.exists(f"{tmp_path}/plays.lock")
+        with pytest.raises(io.OutputBusyError, match=f"being written by pid {os.getpid()}"), io.output_lock(out, spark):
+            pass
+    assert not os.path.exists(f"{tmp_path}/plays.lock")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    Storage(spark).write_text(f"{out}.lock", f'{{"host": "{os.uname().nodename}", "pid": {gone.pid}}}')
+    with io.output_lock(out, spark):
+        pass
+    assert [n for n in os.listdir(tmp_path) if not n.endswith(".crc")] == []
+
+
+def test_published_files_on_local_disk_are_plain(spark, tmp_path):
+    out = f"file://{tmp_path}/report"
+    io.publish_files(spark, {"index.html": b"<p>1</p>", "fig/a.svg": b"<svg/>"}, out)
+    io.publish_files(spark, {"index.html": b"<p>2</p>"}, out)  # replaced whole
+    assert sorted(os.listdir(tmp_path)) == ["report"]
+    assert os.listdir(tmp_path / "report") == ["index.html"]  # no .crc beside it
+    assert (tmp_path / "report" / "index.html").read_bytes() == b"<p>2</p>"
+
+
+def test_input_stores_list_through_storage(spark, tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "part_0.gz").write_bytes(b"abc")
+    local, root = io.open_store(f"file://{tmp_path}")
+    hadoop, uri = io.open_store(f"hdfs://nn{tmp_path}", spark=spark)
+    assert isinstance(local, io.LocalStore) and root == str(tmp_path) and isinstance(hadoop, io.HadoopStore)
+    assert uri == f"hdfs://nn{tmp_path}"
+    assert local.list(root) == {"d/part_0.gz": 3} == io.HadoopStore(spark).list(f"file://{tmp_path}")
+    assert local.spark_path(local.join(root, "d/part_0.gz")) == f"file://{tmp_path}/d/part_0.gz"
+    with pytest.raises(StorageError, match="needs a Spark session"):
+        io.open_store("hdfs://nn/x")
+
+
+def test_workers_reach_the_same_paths_with_pyarrow(tmp_path):
+    pq.write_table(pa.table({"id": [3, 1, 2]}), tmp_path / "part-0.parquet")
+    for path in (str(tmp_path), f"file://{tmp_path}"):
+        assert io.read_columns(path, ["id"]).column("id").to_pylist() == [3, 1, 2]
+    fs, p = arrow("s3a://bucket/key", {"region": "us-east-1", "anonymous": True})
+    assert isinstance(fs, pafs.S3FileSystem) and p == "bucket/key"
+    assert io.open_input_file(f"file://{tmp_path}/part-0.parquet") == f"{tmp_path}/part-0.parquet"
+
+
+def test_schemes():
+    assert spark_uri("s3://b/k") == "s3a://b/k" and spark_uri("gs://b/k") == "gs://b/k" and spark_uri("/x") == "/x"
+    assert is_local("/x") and is_local("file:///x") and is_local("C:/x") and not is_local("dbfs:/x")
+    assert local_path("file:///x/y") == local_path("file:/x/y") == local_path("file://localhost/x/y") == "/x/y"
+    assert preflight.absolute("file:///x/") == "/x" and preflight.absolute("s3a://b/k/") == "s3a://b/k"
