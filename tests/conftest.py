@@ -1,4 +1,5 @@
-"""Shared fixtures: one local SparkSession for the whole run, paths to the real data."""
+"""Shared fixtures: one local SparkSession for the whole run, paths to the real data; the llm_build
+tests last while `make test` builds llama-server (markers: pytest.ini, docs/contributing.md)."""
 
 from __future__ import annotations
 

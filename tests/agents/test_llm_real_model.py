@@ -22,6 +22,7 @@ def llama(tmp_path_factory):
         yield server
 
 
+@pytest.mark.slow
 def test_llm_and_reasoning_play_real_games(spark, ltg_graph, llama, tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)

@@ -30,6 +30,7 @@ def llama(tmp_path_factory):
         yield server
 
 
+@pytest.mark.slow
 def test_openalex_through_every_stage(ltg_graph, tracking, llama, tmp_path, tmp_path_factory):
     graph = e2e.openalex_graph(tmp_path_factory)
     with open(os.path.join(graph, "manifest.json"), encoding="utf-8") as f:

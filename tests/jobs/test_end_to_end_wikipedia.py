@@ -29,6 +29,7 @@ def llama(tmp_path_factory):
         yield server
 
 
+@pytest.mark.slow
 def test_latgalian_wikipedia_through_every_stage(ltg_graph, tracking, llama, tmp_path, tmp_path_factory):
     # build: the session's graph is jobs/build_wikipedia.py's output on the real dump
     with open(os.path.join(ltg_graph, "manifest.json"), encoding="utf-8") as f:

@@ -90,6 +90,7 @@ def test_notebook_as_a_script_reads_name_value_arguments(monkeypatch, capsys):
     assert capsys.readouterr().out == "printed\n"
 
 
+@pytest.mark.slow
 def test_wikipedia_chain_build_sample_play_report(tmp_path, env):
     out = str(tmp_path)
     graph = f"{out}/ltgwiki"
@@ -115,6 +116,7 @@ def test_wikipedia_chain_build_sample_play_report(tmp_path, env):
     assert os.path.getsize(f"{out}/report/report.html") > 10_000
 
 
+@pytest.mark.slow
 def test_openalex_notebook_on_a_snapshot_with_real_part_files(tmp_path, env):
     """A snapshot in the 2025 schema (generated) holding the real 2021 and 2023 part files too:
     the shared real sample alone predates OpenAlex's topics, which the job refuses."""
