@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -32,8 +33,10 @@ from typing import Any
 
 from wikigame_spark import cli, config, io, preflight, tracking
 from wikigame_spark.config import ConfigError, flatten
+from wikigame_spark.contents import CONTENTS, describe, verify
 from wikigame_spark.handles import GamesHandle, GraphHandle
 from wikigame_spark.layout import manifest as manifest_path
+from wikigame_spark.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -194,9 +197,12 @@ class Job:
         with contextlib.ExitStack() as stack:
             if remote:
                 self._open(ctx, spark=ctx.spark)
-            for path in ctx.outputs.values():
-                lock_spark = None if preflight.is_local(path) else ctx.spark
-                stack.enter_context(io.output_lock(path, lock_spark, what=f"{self.name} output"))
+            for out in self.outputs:
+                what = f"{out.what} {self.run_name(ctx)!r}" if self.run_name else out.what
+                for key in out.paths(ctx.settings, ctx.inputs):
+                    path = ctx.outputs[key]
+                    lock_spark = None if preflight.is_local(path) else ctx.spark
+                    stack.enter_context(io.output_lock(path, lock_spark, what=what))
             self._stage(ctx)
             _tag_inputs(ctx)
             try:
@@ -231,17 +237,21 @@ class Job:
             if opened is None:  # a URI that needs the session
                 return
             ctx.inputs[spec.setting] = opened
+            if isinstance(opened, (GraphHandle, GamesHandle)):  # params and manifests name absolute paths
+                ctx.settings = dataclasses.replace(ctx.settings, **{spec.setting: opened.path})
         if not ctx.outputs:
             for out in self.outputs:
                 for key, path in out.paths(ctx.settings, ctx.inputs).items():
                     ctx.outputs[key] = preflight.absolute(io.spark_uri(path))
+            if set(ctx.outputs) == {""} and hasattr(ctx.settings, "output"):
+                ctx.settings = dataclasses.replace(ctx.settings, output=ctx.outputs[""])
         overwrite = bool(getattr(ctx.settings, "overwrite", False))
         for out in self.outputs:
             for key in out.paths(ctx.settings, ctx.inputs):
                 path = ctx.outputs[key]
                 if spark is None and not preflight.is_local(path):
                     continue
-                preflight.check_output(path, overwrite or out.replace, out.flag, spark=spark, finished=True)
+                preflight.check_output(path, overwrite or out.replace, out.flag, spark=spark, finished=out.resumable)
 
     def _stage(self, ctx: Context) -> None:
         """Each output's staging folder, once the dead runs' staging folders are gone."""
@@ -279,7 +289,7 @@ class Job:
             spark = ctx.spark
             body = result.manifests.get(key)
             if body is not None:
-                manifest = {**body, **ctx.made_by()}
+                manifest = {**body, **ctx.made_by(), CONTENTS: describe(Storage(spark), staging)}
                 if ctx.run is not None:
                     manifest.update(
                         mlflow_run_id=ctx.run.info.run_id,
@@ -336,10 +346,12 @@ def _open_input(spec: Input, path, ctx: Context, spark):
         return None
     if spec.kind == GRAPH:
         manifest = preflight.require_graph(path, flag, spark=spark)
+        verify(Storage(spark), path, manifest, flag)
         cache = getattr(ctx.settings, spec.cache_setting, "") if spec.cache_setting else ""
         return GraphHandle(path, manifest, preflight.absolute(cache) if cache else "")
     graph = ctx.inputs[spec.bound_to]
     manifest = preflight.require_games(path, flag, spark=spark)
+    verify(Storage(spark), path, manifest, flag)
     preflight.games_bound_to(manifest, graph.manifest, path, graph.path)
     return GamesHandle(path, manifest, graph)
 

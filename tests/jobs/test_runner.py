@@ -1,0 +1,154 @@
+"""The job runner through the real jobs: settings refused before any work, one default experiment,
+an overwrite that keeps the finished result until the new one is whole, dead runs' staging folders
+removed and their MLflow runs ended, the summary the last line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.jobs.jobrun import command, job_env, run_job
+from wikigame_spark import io
+from wikigame_spark.devtools.games import write_games
+from wikigame_spark.jobs.graph_stats import JOB as GRAPH_STATS
+
+
+@pytest.fixture(scope="module")
+def games_dir(ltg_graph, tmp_path_factory):
+    return write_games(ltg_graph, 40, path=str(tmp_path_factory.mktemp("games") / "games"))
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--seed", "-1"], "--seed: must be an integer from 0"),
+        (["--seed", "abc"], "argument --seed: invalid int value: 'abc'"),
+        (["--max-steps", "0"], "--max-steps: must be a positive number"),
+        (["--protocol", "wikispeedia"], "argument --protocol: invalid choice"),
+        ([], "--agent is required"),
+    ],
+)
+def test_a_bad_setting_is_one_error_line_before_any_work(ltg_graph, games_dir, tmp_path, args, fragment):
+    base = ["--graph", ltg_graph, "--games-dir", games_dir, "--output", str(tmp_path / "plays")]
+    agent = [] if fragment.startswith("--agent") else ["--agent", "random"]
+    done = run_job("play_games", *base, *agent, *args, env=job_env(f"sqlite:///{tmp_path}/m.db"), timeout=120)
+    done.refused(fragment)
+    assert not os.path.exists(tmp_path / "plays") and not os.path.exists(tmp_path / "m.db")
+
+
+def test_a_yaml_syntax_error_names_the_file_and_line(ltg_graph, tmp_path):
+    bad = tmp_path / "stats.yaml"
+    bad.write_text("pairs: 10\nseed: [1\n")
+    done = run_job("graph_stats", "--graph", ltg_graph, "--config", str(bad), env=job_env(f"sqlite:///{tmp_path}/m.db"))
+    assert "line 3" in done.refused(f"--config {bad}", "not valid YAML")
+
+
+def test_every_job_has_version_config_and_required_flags_marked():
+    for job in ("build_wikipedia", "build_openalex", "graph_stats", "sample_games", "play_games", "report"):
+        version = subprocess.run(command(job, "--version"), capture_output=True, text=True, timeout=60)
+        assert version.returncode == 0 and version.stdout.startswith("wikigame-spark "), job
+        helped = subprocess.run(command(job, "--help"), capture_output=True, text=True, timeout=60).stdout
+        assert "--config YAML" in helped and "--verbose" in helped, job
+    helped = subprocess.run(command("human_play", "--help"), capture_output=True, text=True, timeout=60).stdout
+    assert "--games-dir" in helped and "--config YAML" in helped and "(required)" in helped
+    assert "(required)" in GRAPH_STATS.parser().format_help()
+
+
+def test_one_experiment_for_a_study_and_the_tags_to_group_by(ltg_graph, games_dir, tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path}/m.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "my-study")
+    from jobs import play_games, sample_games
+
+    assert sample_games.main(["--graph", ltg_graph, "--games", "5", "--output", str(tmp_path / "g")]) == 0
+    argv = ["--graph", ltg_graph, "--games-dir", games_dir, "--agent", "random", "--games", "3"]
+    assert play_games.main([*argv, "--output", str(tmp_path / "p")]) == 0
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("my-study")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"  # the UI opens on the runs
+    runs = {r.data.tags["stage"]: r for r in client.search_runs([exp.experiment_id])}
+    assert set(runs) == {"sample_games", "play_games"}
+    play = runs["play_games"]
+    assert play.data.tags["graph"] == "ltgwiki" and play.data.tags["agent"] == "random"
+    assert play.data.tags["protocol"] == "paper" and play.data.tags["games"] == games_dir
+    assert "base_url" not in play.data.params and "tfidf_sample_size" not in play.data.params  # its own only
+
+
+def _plays_manifest(out: str) -> dict:
+    with open(os.path.join(out, "manifest.json")) as f:
+        return json.load(f)
+
+
+def test_a_killed_overwrite_keeps_the_finished_run_and_resumes_where_it_stopped(ltg_graph, games_dir, tmp_path):
+    uri = f"sqlite:///{tmp_path}/m.db"
+    env = job_env(uri)
+    out = str(tmp_path / "plays")
+    argv = ["--graph", ltg_graph, "--games-dir", games_dir, "--output", out, "--run-name", "r", "--experiment", "e"]
+    first = run_job("play_games", *argv, "--agent", "random", "--games", "20", env=env)
+    assert first.rc == 0, first.err[-2000:]
+    finished = _plays_manifest(out)
+    dead = tmp_path / ".plays._staging-deadbeef"  # a killed run's staging folder beside the output
+    dead.mkdir()
+    # A second run of other settings over it, one game a chunk, killed once some chunks are written.
+    again = [*argv, "--agent", "random", "--seed", "7", "--chunk-games", "1", "--overwrite"]
+    proc = subprocess.Popen(command("play_games", *again), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    resume = tmp_path / ".plays._resume"
+    deadline = time.time() + 300
+    while (
+        time.time() < deadline
+        and len([n for n in os.listdir(resume) if n.startswith("part-")] if resume.exists() else []) < 3
+    ):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(60)
+    assert resume.exists(), "the killed overwrite left no resumable staging folder"
+    assert _plays_manifest(out) == finished  # the finished run is still there, whole
+    assert not dead.exists()  # removed when the killed run started: its lock was free
+    client = MlflowClient(uri)
+    killed = [
+        r for r in client.search_runs([client.get_experiment_by_name("e").experiment_id]) if r.info.status == "RUNNING"
+    ]
+    assert len(killed) == 1
+    done = run_job("play_games", *again, env=env)
+    assert done.rc == 0, done.err[-2000:]
+    assert done.out.strip().splitlines()[-1].startswith("play_games: wrote")
+    now = _plays_manifest(out)
+    assert now["made_by"]["seed"] == 7 and now["metrics"]["games"] == 20
+    assert not resume.exists()
+    assert client.get_run(killed[0].info.run_id).info.status in ("FINISHED", "KILLED")  # resumed, or ended
+    assert client.get_run(now["mlflow_run_id"]).info.status == "FINISHED"
+
+
+def test_graph_stats_writes_a_manifest_and_leaves_no_staging(spark, ltg_graph, tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/m.db")
+    out = str(tmp_path / "stats")
+    inside = tmp_path / "stats" / ".part-000004._staging-cafe0000"
+    assert GRAPH_STATS.main(["--graph", ltg_graph, "--output", out, "--pairs", "50"]) == 0
+    inside.mkdir()
+    assert GRAPH_STATS.main(["--graph", ltg_graph, "--output", out, "--pairs", "50", "--overwrite"]) == 0
+    manifest = io.read_manifest(spark, out)
+    assert manifest["kind"] == "graph-stats" and manifest["parameters"]["pairs"] == 50
+    assert manifest["mlflow_run_id"] and manifest["code_version"]
+    assert not inside.exists() and not [n for n in os.listdir(tmp_path) if "._" in n]
+
+
+def test_a_graph_whose_files_changed_is_refused_naming_the_table_and_file(ltg_graph, tmp_path):
+    env = job_env(f"sqlite:///{tmp_path}/m.db")
+    graph = str(tmp_path / "copy")
+    shutil.copytree(ltg_graph, graph, ignore=shutil.ignore_patterns("cache", "stats", "plays", "games"))
+    parts = sorted(n for n in os.listdir(f"{graph}/edges") if n.endswith(".parquet"))
+    removed = parts[0]
+    os.rename(f"{graph}/edges/{removed}", tmp_path / removed)
+    run_job("graph_stats", "--graph", graph, env=env).refused("table edges", f"part file {removed} is missing")
+    os.rename(tmp_path / removed, f"{graph}/edges/{removed}")
+    shutil.copy(f"{graph}/edges/{removed}", f"{graph}/edges/part-99999-shortcuts.parquet")
+    done = run_job("sample_games", "--graph", graph, "--games", "5", env=env)
+    done.refused("table edges", "part file part-99999-shortcuts.parquet is not in the manifest")
+    assert not os.path.exists(f"{graph}/games") and not os.path.exists(f"{graph}/stats")

@@ -1,0 +1,76 @@
+"""What a finished output holds: every Parquet part file's name and size, and each table's rows.
+
+The job runner records it in the manifest of every output it publishes (``contents``), and checks
+it again when a job opens a graph or games folder, on the driver, from the listing and the files'
+footers: a part file missing, extra, cut short or replaced since the manifest was written ends the
+job naming the table and the file, before any Spark work — a graph's counts and games' distances
+are only as true as the files they were computed from.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import pyarrow.parquet as pq
+
+from wikigame_spark.storage import Storage
+
+CONTENTS = "contents"  # the manifest's key
+
+
+class ContentsError(ValueError):
+    """An output's files are not those its manifest records; the message names table and file."""
+
+
+def _parquet(listing: dict[str, int]) -> dict[str, dict[str, int]]:
+    """``{table: {file: bytes}}`` of the visible Parquet part files in a recursive listing."""
+    tables: dict[str, dict[str, int]] = {}
+    for rel, size in listing.items():
+        parts = rel.split("/")
+        if not rel.endswith(".parquet") or any(p.startswith((".", "_")) for p in parts):
+            continue
+        tables.setdefault(posixpath.dirname(rel) or ".", {})[parts[-1]] = size
+    return tables
+
+
+def _rows(storage: Storage, path: str) -> int:
+    fs, p = storage.arrow(path)
+    with fs.open_input_file(p) as f:
+        return pq.ParquetFile(f).metadata.num_rows
+
+
+def describe(storage: Storage, directory: str) -> dict:
+    """``{table: {"rows": n, "files": {name: bytes}}}`` for the Parquet tables under ``directory``."""
+    out = {}
+    for table, files in sorted(_parquet(storage.list(directory)).items()):
+        rows = sum(_rows(storage, storage.join(directory, f"{table}/{name}")) for name in files)
+        out[table] = {"rows": rows, "files": dict(sorted(files.items()))}
+    return out
+
+
+def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bool = True) -> None:
+    """``directory``'s Parquet files are those ``manifest`` records (names and sizes; with ``rows``,
+    each table's rows from the footers), else :class:`ContentsError`. A manifest that records no
+    contents is taken as it is."""
+    recorded = manifest.get(CONTENTS)
+    if recorded is None:
+        return
+    found = _parquet(storage.list(directory))
+    for table in sorted(set(recorded) | set(found)):
+        want = recorded.get(table, {}).get("files", {})
+        have = found.get(table, {})
+        where = f"{flag} {directory}: table {table}"
+        for name in sorted(set(want) | set(have)):
+            if name not in have:
+                raise ContentsError(f"{where}: part file {name} is missing (the manifest lists {len(want)} files)")
+            if name not in want:
+                raise ContentsError(f"{where}: part file {name} is not in the manifest (added after it was written)")
+            if want[name] != have[name]:
+                raise ContentsError(
+                    f"{where}: part file {name} is {have[name]} bytes, the manifest says {want[name]} "
+                    "(cut short or replaced)"
+                )
+        if rows and table in recorded:
+            counted = sum(_rows(storage, storage.join(directory, f"{table}/{n}")) for n in have)
+            if counted != recorded[table]["rows"]:
+                raise ContentsError(f"{where}: {counted} rows, the manifest says {recorded[table]['rows']}")
