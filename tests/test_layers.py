@@ -29,6 +29,7 @@ RANK = {
     # storage, opened inputs, tracking, the Spark session and the checks made with them
     "io": 1,
     "storage": 1,
+    "contents": 1,
     "handles": 1,
     "tracking": 1,
     "session": 1,
