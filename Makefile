@@ -4,24 +4,31 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DATA ?= ../shared/data
 OUT ?= out/demo
-export SPARK_CONF_DIR := $(CURDIR)/conf
 export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 
-.PHONY: install test check demo bench lint clean llama-server browser
+.PHONY: install wheel test check demo bench lint clean llama-server browser
 
 # apt-get for the steps that `make -j` runs side by side: one at a time, since apt takes a lock.
 APT_GET := flock /tmp/wikigame-apt.lock apt-get
 
-install: $(VENV)/.installed jars/.installed
+install: $(VENV)/.installed jars/.installed $(VENV)/.spark-conf
 
-$(VENV)/.installed: setup.py
+$(VENV)/.installed: setup.py conf/constraints-dev.txt
 	@command -v python3 >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq python3 python3-venv; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' -c conf/constraints-dev.txt
 	touch $@
+
+# The library as one wheel for a cluster (docs/cluster.md): dist/wikigame_spark-<version>-py3-none-any.whl,
+# without its dependencies, which the cluster's pip resolves (PySpark as a range: the runtime's stays).
+# build/ goes first: setuptools would otherwise pack modules left there by an earlier build.
+wheel: $(VENV)/.installed
+	rm -rf build
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
+	@ls -1 dist/wikigame_spark-*.whl
 
 # JVM side: Java 17+ for Spark 4, and the jars of conf/maven/pom.xml (hadoop-aws + AWS SDK matched to
 # pyspark's Hadoop, GraphFrames) from Maven Central into jars/. Where Central does not serve GraphFrames'
@@ -43,6 +50,12 @@ jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 	    mvn -q -B install:install-file -Dfile=$$jar -DgroupId=io.graphframes \
 	      -DartifactId=graphframes-spark4_2.13 -Dversion=$$v -Dpackaging=jar; }
 	mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars
+	touch $@
+
+# The project's Spark settings in the venv's own Spark (its pyspark/conf), so spark-submit and the jobs
+# use them from any folder, without SPARK_CONF_DIR.
+$(VENV)/.spark-conf: conf/spark-defaults.conf conf/log4j2.properties conf/install_spark_conf.sh jars/.installed
+	@bash conf/install_spark_conf.sh $(PY) $(CURDIR)
 	touch $@
 
 # llama.cpp's own server (parallel slots decoded in one batch), for the LLM concurrency benchmark

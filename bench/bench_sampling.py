@@ -47,7 +47,6 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 

@@ -39,7 +39,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -17,7 +17,6 @@ LTG = os.path.join(WIKI, "ltgwiki-20170901-pages-articles.xml.bz2")
 ENWIKI = os.path.join(WIKI, "enwiki-pages-articles1-head.xml.bz2")
 BNWIKI = os.path.join(WIKI, "bnwiki-20230501-head-truncated.xml.xz")
 
-os.environ.setdefault("SPARK_CONF_DIR", os.path.join(ROOT, "conf"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # Keep Spark on loopback: tests only talk to 127.0.0.1.
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -74,3 +74,36 @@ def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bo
             counted = sum(_rows(storage, storage.join(directory, f"{table}/{n}")) for n in have)
             if counted != recorded[table]["rows"]:
                 raise ContentsError(f"{where}: {counted} rows, the manifest says {recorded[table]['rows']}")
+
+
+def _column_range(storage: Storage, table_dir: str, column: str) -> tuple[int, int | None, int | None]:
+    """``(rows, min, max)`` of an integer column from a table's footers (None: not recorded)."""
+    rows, low, high = 0, None, None
+    for name in _parquet(storage.list(table_dir)).get(".", {}):
+        fs, p = storage.arrow(storage.join(table_dir, name))
+        with fs.open_input_file(p) as f:
+            meta = pq.ParquetFile(f).metadata
+        rows += meta.num_rows
+        index = meta.schema.names.index(column) if column in meta.schema.names else None
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(index).statistics if index is not None else None
+            if stats is None or not stats.has_min_max:
+                return rows, None, None
+            low = stats.min if low is None else min(low, stats.min)
+            high = stats.max if high is None else max(high, stats.max)
+    return rows, low, high
+
+
+def check_ids(storage: Storage, nodes_dir: str, edges_dir: str, flag: str) -> None:
+    """The graph contract's dense ids, as far as the footers tell in seconds: node ids 0…N−1 and
+    every edge's ends among them (duplicates inside that range are found when the graph is mapped)."""
+    n, low, high = _column_range(storage, nodes_dir, "id")
+    if low is not None and (low != 0 or high != n - 1):
+        raise ContentsError(
+            f"{flag}: {nodes_dir}: node ids run {low}…{high} over {n} rows, not 0…{n - 1} (the contract)"
+        )
+    for column in ("src", "dst"):
+        _, e_low, e_high = _column_range(storage, edges_dir, column)
+        if e_low is not None and (e_low < 0 or e_high >= n):
+            bad = e_high if e_high >= n else e_low
+            raise ContentsError(f"{flag}: {edges_dir}: an edge's {column} is node {bad}, outside the graph's 0…{n - 1}")

@@ -29,8 +29,6 @@ class Notebook:
         self.out = os.path.join(root, "out", "notebooks")
         if self.on_databricks:
             os.environ.setdefault("MLFLOW_TRACKING_URI", "databricks")
-        else:
-            os.environ.setdefault("SPARK_CONF_DIR", os.path.join(root, "conf"))
 
     def widget(self, name: str, default: str, on_databricks: str | None = None) -> str:
         """A text widget on Databricks; elsewhere ``--name=value`` on the command line, else the default."""

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikigame_spark import cli, config, io, preflight, tracking
+from wikigame_spark import cli, config, io, layout, preflight, tracking
 from wikigame_spark.config import ConfigError, flatten
-from wikigame_spark.contents import CONTENTS, describe, verify
+from wikigame_spark.contents import CONTENTS, check_ids, describe, verify
 from wikigame_spark.handles import GamesHandle, GraphHandle
 from wikigame_spark.layout import manifest as manifest_path
 from wikigame_spark.storage import Storage
@@ -347,6 +347,7 @@ def _open_input(spec: Input, path, ctx: Context, spark):
     if spec.kind == GRAPH:
         manifest = preflight.require_graph(path, flag, spark=spark)
         verify(Storage(spark), path, manifest, flag)
+        check_ids(Storage(spark), layout.join(path, layout.NODES), layout.join(path, layout.EDGES), flag)
         cache = getattr(ctx.settings, spec.cache_setting, "") if spec.cache_setting else ""
         return GraphHandle(path, manifest, preflight.absolute(cache) if cache else "")
     graph = ctx.inputs[spec.bound_to]

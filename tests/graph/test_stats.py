@@ -143,7 +143,8 @@ def test_graphframes_stage_on_the_standalone_cluster(spark, ltg_graph, tmp_path)
 
     here, there = str(tmp_path / "here"), str(tmp_path / "there")
     assert graph_stats.main(["--graph", ltg_graph, "--output", here, "--pairs", "200", "--method", "local"]) == 0
-    env = {**os.environ, "PYTHONPATH": ROOT, "SPARK_CONF_DIR": os.path.join(ROOT, "conf")}
+    # the venv's Spark settings (make install puts them in its pyspark/conf), as a user has them
+    env = {**{k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}, "PYTHONPATH": ROOT}
     with StandaloneCluster(str(tmp_path)) as cluster:
         submit = [os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", cluster.url]
         submit += ["--conf", "spark.executor.memory=1g", "--conf", "spark.cores.max=2"]

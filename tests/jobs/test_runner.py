@@ -14,6 +14,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.graph.graphs import write_graph_dir
 from tests.jobs.jobrun import command, job_env, run_job
 from wikigame_spark import io
 from wikigame_spark.devtools.games import write_games
@@ -152,3 +153,16 @@ def test_a_graph_whose_files_changed_is_refused_naming_the_table_and_file(ltg_gr
     done = run_job("sample_games", "--graph", graph, "--games", "5", env=env)
     done.refused("table edges", "part file part-99999-shortcuts.parquet is not in the manifest")
     assert not os.path.exists(f"{graph}/games") and not os.path.exists(f"{graph}/stats")
+
+
+@pytest.mark.parametrize(
+    ("ids", "edges", "fragment"),
+    [
+        ([0, 1, 1, 5], [(0, 1)], "node ids run 0…5 over 4 rows, not 0…3"),
+        ([0, 1, 2], [(0, 1), (2, 7)], "an edge's dst is node 7, outside the graph's 0…2"),
+    ],
+)
+def test_a_graph_that_breaks_the_id_contract_is_refused_before_any_spark_work(spark, tmp_path, ids, edges, fragment):
+    graph = write_graph_dir(spark, str(tmp_path / "bad"), ids, edges)
+    done = run_job("graph_stats", "--graph", graph, env=job_env(f"sqlite:///{tmp_path}/m.db"), timeout=120)
+    done.refused(fragment)

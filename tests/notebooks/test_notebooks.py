@@ -26,7 +26,6 @@ def env(tmp_path_factory):
     return {
         **os.environ,
         "MLFLOW_TRACKING_URI": f"sqlite:///{tracking}/mlflow.db",
-        "SPARK_CONF_DIR": os.path.join(ROOT, "conf"),
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "HF_HUB_OFFLINE": "1",

@@ -13,18 +13,20 @@ from wikigame_spark.play import record
 from wikigame_spark.runner import Context, Job, Output, Result
 
 
-def check_replaceable(ctx: Context) -> None:
-    """An earlier report is replaced; any other folder only with --overwrite."""
+def find_runs(ctx: Context) -> None:
+    """The play runs to report on, found before the report's own run is made; an earlier report
+    is replaced, any other folder only with --overwrite."""
     render.check_output(ctx.spark, ctx.output(), ctx.settings.overwrite)
+    found, ctx.skipped = record.find_runs(ctx.experiment, ctx.settings.runs)
+    ctx.runs = evaluate.labelled(found)
+    if not ctx.runs:
+        raise ValueError(f"experiment {ctx.experiment!r} has no finished play runs to report on")
     ctx.tags[render.KIND_TAG] = "report"
 
 
 def report(ctx: Context) -> Result:
     s: ReportConfig = ctx.settings
-    found, skipped = record.find_runs(ctx.experiment, s.runs)
-    runs = evaluate.labelled(found)
-    if not runs:
-        raise ValueError(f"experiment {ctx.experiment!r} has no finished play runs to report on")
+    runs, skipped = ctx.runs, ctx.skipped
     plays, sources = evaluate.labelled_plays(ctx.spark, runs)
     ev = evaluate.evaluate(plays, runs, skipped, sources, s.human_cutoff, s.human_mode, parse_bands(s.bands, "--bands"))
     files = render.render(ev, ctx.experiment, run_id=ctx.run.info.run_id)
@@ -62,5 +64,5 @@ JOB = Job(
         ),
     ),
     run_name=lambda ctx: ctx.settings.run_name,
-    prepare=check_replaceable,
+    prepare=find_runs,
 )
