@@ -80,6 +80,7 @@ def read_plays(spark, directory):
     return spark.read.schema(PLAYS).parquet(f"{directory}/part-*/plays").toPandas()
 
 
+@pytest.mark.slow
 def test_human_import_matches_titles_and_counts_what_it_leaves_out(spark, experiment, tracking):
     out = experiment["outputs"]["human"]
     plays = read_plays(spark, out).set_index("game_id")
@@ -107,6 +108,7 @@ def test_human_import_matches_titles_and_counts_what_it_leaves_out(spark, experi
     assert "No such page in Latgalian" in left and "success_without_steps" in left
 
 
+@pytest.mark.slow
 def test_report_from_real_runs(spark, experiment, tracking, capsys):
     out = str(experiment["tmp"] / "report")
     capsys.readouterr()
@@ -176,6 +178,7 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
     assert f"3 runs, {2 * GAMES + 15} games" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_report_reads_the_plays_artifact_when_the_folder_is_gone(spark, experiment, tracking, capsys):
     client = MlflowClient(tracking)
     exp = mlflow.get_experiment_by_name(EXPERIMENT).experiment_id

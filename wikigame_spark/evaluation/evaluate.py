@@ -20,8 +20,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType
 
 from wikigame_spark.agents.sentence_models import model_slug
-from wikigame_spark.evaluation import bands, loops, protocols, tables
+from wikigame_spark.evaluation import bands, loops, protocols, routes, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
+from wikigame_spark.evaluation.profiles import profiled_plays
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.play import record
 from wikigame_spark.play.record import PlayRun
@@ -130,6 +131,7 @@ class Evaluation:
     protocols: dict[str, str] = field(default_factory=dict)  # label → protocol
     trace: pd.DataFrame = field(default_factory=pd.DataFrame)  # per run: inputs and agent identity
     plumbing: pd.DataFrame = field(default_factory=pd.DataFrame)  # outcome counts of plumbing-model runs
+    routes: routes.Routes = field(default_factory=routes.Routes)  # from the distance profiles (routes.py)
 
     def metrics(self) -> dict[str, float]:
         """Flat per-group numbers for the report's MLflow run."""
@@ -148,6 +150,7 @@ class Evaluation:
             out[f"fit_lrt_p_value.{key}"] = f.lrt.p_value
         out.update(bands.metrics(self.bands, metric_key) if self.bands is not None else {})
         out.update(loops.metrics(self.loops, metric_key) if self.loops is not None else {})
+        out.update(routes.metrics(self.routes, metric_key))
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
 
@@ -164,9 +167,11 @@ def evaluate(
     human_cutoff: int = HUMAN_CUTOFF,
     human_mode: str = "truncated",
     difficulty_bands: tuple[tuple[int, int], ...] = ((1, 2), (3, 4), (5, 6), (7, 8)),
+    distance_profiles: bool = True,
 ) -> Evaluation:
     """Labelled plays (see :func:`labelled_plays`) → tables and fits. Runs of plumbing models (see
-    :func:`is_plumbing`) get outcome counts only: no success rate, fit or figure."""
+    :func:`is_plumbing`) get outcome counts only: no success rate, fit or figure. With
+    ``distance_profiles`` every route is scored against its graph (the route sections, routes.py)."""
     agg = tables.aggregate(plays)
     plumbing = {r.label for r in runs if r.plumbing}
     players = lambda df: df[~df[tables.LABEL].isin(plumbing)].reset_index(drop=True)  # noqa: E731
@@ -197,6 +202,12 @@ def evaluate(
     if empty:
         notes.append(f"runs with no plays: {', '.join(empty)}")
     notes += comparability_notes(runs)
+    route_tables = routes.Routes()
+    if distance_profiles:
+        players_runs = [r for r in runs if not r.plumbing]
+        profiled, profile_notes = profiled_plays(plays.sparkSession, player_plays, players_runs)
+        route_tables = routes.route_analysis(profiled)
+        notes += profile_notes
     return Evaluation(
         runs=pd.DataFrame(run_rows),
         skipped=list(skipped),
@@ -217,6 +228,7 @@ def evaluate(
         protocols={r.label: protocols.run_protocol(r.params) for r in runs},
         trace=trace_table(runs),
         plumbing=plumbing_table(agg.outcomes[agg.outcomes[tables.LABEL].isin(plumbing)]),
+        routes=route_tables,
     )
 
 

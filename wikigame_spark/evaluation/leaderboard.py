@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -104,7 +105,8 @@ def ratings(plays: pd.DataFrame, rounds: int = BOOTSTRAP, seed: int = SEED) -> p
     for i, j, h in meetings:
         ties[i] += np.sum(h == 0)
         ties[j] += np.sum(h == 0)
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():  # an agent that met nobody has no rating in any round
+        warnings.simplefilter("ignore", RuntimeWarning)
         low, high = np.nanquantile(boot, 0.025, axis=0), np.nanquantile(boot, 0.975, axis=0)
     table = pd.DataFrame(
         {

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from wikigame_spark import io
 from wikigame_spark.document import Document, fmt
-from wikigame_spark.evaluation import bands, figures, loops, protocols, tables
+from wikigame_spark.evaluation import bands, figures, loops, protocols, routes, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
 from wikigame_spark.evaluation.fits import MIN_FIT_GAMES
 
@@ -213,6 +213,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         bands.render(doc, ev.bands, labels, graphs)
     if ev.loops is not None:
         loops.render(doc, ev.loops, labels, graphs)
+    routes.render(doc, ev.routes, labels, graphs)
     return _files(doc, ev, title, experiment, created, run_id)
 
 
@@ -229,7 +230,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
     files["tables/outcomes.csv"] = csv(ev.outcomes)
     files["tables/fits.csv"] = csv(ev.fit_table)
     files["tables/steps_above_optimal_counts.csv"] = csv(ev.extra)
-    extra_tables = {"bands": ev.bands, "loops": ev.loops}
+    extra_tables = {"bands": ev.bands, "loops": ev.loops, **ev.routes.tables()}
     for name, table in extra_tables.items():
         if table is not None:
             files[f"tables/{name}.csv"] = csv(table)
