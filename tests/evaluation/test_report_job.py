@@ -142,6 +142,25 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
         assert row["success_rate"] == pytest.approx(p)
         assert row["success_rate_sd"] == pytest.approx((p * (1 - p) / len(plays)) ** 0.5)
 
+    # Route sections from the plays themselves: a move per link followed; the start page is
+    # optimal_steps away
+    moves = pd.read_csv(os.path.join(out, "tables", "moves.csv")).set_index("label")
+    progress = pd.read_csv(os.path.join(out, "tables", "progress.csv"))
+    for agent, directory in experiment["outputs"].items():
+        plays = read_plays(spark, directory)
+        row = moves.loc[labels[agent]]
+        links = int(plays.route.map(len).sum()) - len(plays)
+        assert row["moves"] == links == row["closer"] + row["same"] + row["farther"]
+        assert row["plays"] == len(plays)
+        start = progress[(progress.label == labels[agent]) & (progress.step == 0)].iloc[0]
+        assert start["n"] + start["unreached"] == len(plays)
+        assert start["mean_distance"] == pytest.approx(plays.optimal_steps.mean())
+    paired_table = pd.read_csv(os.path.join(out, "tables", "paired.csv"))
+    pair = paired_table.iloc[0]
+    assert pair["both"] + pair["only_a"] + pair["only_b"] + pair["neither"] == pair["games"]
+    board = pd.read_csv(os.path.join(out, "tables", "leaderboard.csv"))
+    assert set(board["agent"]) == set(labels.values())
+
     fits = pd.read_csv(os.path.join(out, "tables", "fits.csv"))
     human = fits[fits.agent == "human"].set_index("variant")
     assert set(human.index) == {"untruncated", "human_cutoff (truncated, > 10 unknown)"}

@@ -165,3 +165,29 @@ def check_report(md: str, summary: dict, graphs: set[str], run_names: set[str]) 
     assert "Plumbing checks (base models)" in md
     inputs = {row["run_name"]: row for row in summary["run_inputs"]}
     assert run_names <= set(inputs), sorted(inputs)
+    check_route_sections(md, summary, graphs)
+
+
+def check_route_sections(md: str, summary: dict, graphs: set[str]) -> None:
+    """Distance profiles on every graph: moves add up, a play starts optimal_steps away, failures are
+    split by reason, every pair on a games set is compared and every player is rated."""
+    for heading in ("Where the moves went", "How close the failures got", "Regret", "Leaderboard"):
+        assert heading in md, heading
+    assert "figures/progress_distance_by_step.png" in summary["figures"]
+    assert graphs <= {row["graph"] for row in summary["moves"]}
+    games = {(row["label"], row["graph"]): row["games"] for row in summary["success"]}
+    steps = {(row["label"], row["graph"]): row for row in summary["moves"]}
+    for key, row in steps.items():
+        assert row["closer"] + row["same"] + row["farther"] == row["moves"]
+        assert row["plays"] == games[key]
+    for row in summary["progress"]:
+        if row["step"] == 0:  # every play is on the board at its source
+            assert row["n"] + row["unreached"] == games[(row["label"], row["graph"])]
+    for row in summary["failures"]:
+        assert row["outcome"] != "success" and row["plays"] > 0
+        assert row["one_link_away"] <= row["plays"] and row["last_unreached"] <= row["plays"]
+    for row in summary["paired"]:
+        assert row["both"] + row["only_a"] + row["only_b"] + row["neither"] == row["games"]
+        assert 0 <= row["mcnemar_p"] <= row["mcnemar_p_holm"] <= 1
+    assert {r["label"] for r in summary["success"]} == {r["agent"] for r in summary["leaderboard"]}
+    assert graphs <= {r["graph"] for r in summary["strata_target"]}

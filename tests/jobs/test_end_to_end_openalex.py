@@ -65,6 +65,7 @@ def test_openalex_through_every_stage(ltg_graph, tracking, llama, tmp_path, tmp_
 
     md, summary = e2e.run_report(str(tmp_path / "report"))
     e2e.check_report(md, summary, {"ltgwiki", e2e.FIELD}, runs)
+    assert all(f"success {e2e.FIELD}" in row for row in summary["leaderboard"])  # a column per graph
     for name in ("random", "embedding: all-MiniLM-L6-v2", "tfidf"):
         row = next(r for r in summary["success"] if r["label"] == name and r["graph"] == e2e.FIELD)
         assert row["games"] >= GAMES and 0 <= row["wilson_low"] <= row["success_rate"] <= row["wilson_high"] <= 1

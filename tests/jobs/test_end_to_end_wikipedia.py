@@ -59,6 +59,12 @@ def test_latgalian_wikipedia_through_every_stage(ltg_graph, tracking, llama, tmp
 
     md, summary = e2e.run_report(str(tmp_path / "report"))
     e2e.check_report(md, summary, {"ltgwiki", e2e.FIELD}, runs)
+    pair = next(
+        r
+        for r in summary["paired"]
+        if {r["agent_a"], r["agent_b"]} == {"embedding: all-MiniLM-L6-v2", "tfidf"} and r["graph"] == "ltgwiki"
+    )
+    assert pair["games"] >= GAMES
     for name in ("random", "embedding: all-MiniLM-L6-v2", "tfidf"):
         row = next(r for r in summary["success"] if r["label"] == name and r["graph"] == "ltgwiki")
         assert row["games"] >= GAMES and 0 <= row["wilson_low"] <= row["success_rate"] <= row["wilson_high"] <= 1
