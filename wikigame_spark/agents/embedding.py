@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, model_digest, prompt_names
-from wikigame_spark.config import AgentOptions, option
+from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.layout import GraphDir
 from wikigame_spark.schemas import SUMMARY, TITLE
 
