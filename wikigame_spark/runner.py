@@ -280,6 +280,8 @@ class Job:
             ctx.run = run
             params = {**flatten(ctx.settings), "code_version": io.code_version(), **ctx.identity}
             tracking.log_params_resumable(run, params)
+            if not ctx.resume:
+                _log_datasets(ctx)
             yield
 
     def _publish(self, ctx: Context, result: Result) -> None:
@@ -310,6 +312,18 @@ def _tag_inputs(ctx: Context) -> None:
             ctx.identity.setdefault("graph_manifest_sha1", handle.sha1)
         elif isinstance(handle, GamesHandle):
             ctx.tags["games"] = handle.path
+
+
+def _log_datasets(ctx: Context) -> None:
+    """The games set a run played (or the graph it measured) as the run's dataset input."""
+    games = [h for h in ctx.inputs.values() if isinstance(h, GamesHandle)]
+    graphs = [h for h in ctx.inputs.values() if isinstance(h, GraphHandle)]
+    for h in games:
+        tracking.log_dataset(h.path, f"{h.graph.name} games seed={h.seed} n={h.count}", h.sha1, "games")
+    if not games:
+        for h in graphs:
+            nodes = h.manifest.get("counts", {}).get("nodes")
+            tracking.log_dataset(h.path, f"{h.name} graph ({nodes} nodes)", h.sha1, "graph")
 
 
 class _Parser(argparse.ArgumentParser):

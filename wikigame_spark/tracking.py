@@ -28,7 +28,14 @@ OUTPUT_TAG = "wikigame.outputs"  # the folders a job's run writes: a later run o
 
 
 def tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{os.path.join(PROJECT_DIR, 'mlflow.db')}"
+    """``MLFLOW_TRACKING_URI``; else the workspace's tracking on a Databricks cluster; else
+    ``mlflow.db`` in the checkout the package runs from, or in the working directory for an
+    installed wheel (:data:`~wikigame_spark.session.PROJECT_DIR`, never site-packages)."""
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    if os.environ.get("DATABRICKS_RUNTIME_VERSION"):  # set on every Databricks cluster node
+        return "databricks"
+    return f"sqlite:///{os.path.join(PROJECT_DIR, 'mlflow.db')}"
 
 
 def experiment_name(given: str = "") -> str:
@@ -170,6 +177,44 @@ def run(experiment: str, run_name: str, identity: dict, tags: dict, resume: bool
         raise
     mlflow.end_run("FINISHED")
     log.info("mlflow: run %s in experiment %r at %s", active.info.run_id, experiment, tracking_uri())
+
+
+def log_dataset(uri: str, name: str, digest: str, context: str) -> None:
+    """An input of the active run as an MLflow dataset (the runs list's Dataset column): a games set
+    or a graph, named and digested by its manifest; the data stays where it is."""
+    import mlflow
+    from mlflow.data.dataset_source import DatasetSource
+    from mlflow.data.meta_dataset import MetaDataset
+
+    class FolderSource(DatasetSource):
+        """A wikigame-spark output folder on any store."""
+
+        def __init__(self, uri: str) -> None:
+            self.uri = uri
+
+        @staticmethod
+        def _get_source_type() -> str:
+            return "wikigame-spark"
+
+        def load(self):
+            return self.uri
+
+        @staticmethod
+        def _can_resolve(raw_source) -> bool:
+            return False
+
+        @classmethod
+        def _resolve(cls, raw_source):
+            return cls(str(raw_source))
+
+        def to_dict(self) -> dict:
+            return {"uri": self.uri}
+
+        @classmethod
+        def from_dict(cls, source_dict: dict):
+            return cls(source_dict["uri"])
+
+    mlflow.log_input(MetaDataset(FolderSource(uri), name=name, digest=digest[:20]), context=context)
 
 
 def log_metrics(metrics: dict, prefix: str = "") -> None:

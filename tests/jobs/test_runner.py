@@ -92,13 +92,13 @@ def test_a_killed_overwrite_keeps_the_finished_run_and_resumes_where_it_stopped(
     env = job_env(uri)
     out = str(tmp_path / "plays")
     argv = ["--graph", ltg_graph, "--games-dir", games_dir, "--output", out, "--run-name", "r", "--experiment", "e"]
-    first = run_job("play_games", *argv, "--agent", "random", "--games", "20", env=env)
+    first = run_job("play_games", *argv, "--agent", "random", "--games", "6", env=env)
     assert first.rc == 0, first.err[-2000:]
     finished = _plays_manifest(out)
     dead = tmp_path / ".plays._staging-deadbeef"  # a killed run's staging folder beside the output
     dead.mkdir()
-    # A second run of other settings over it, one game a chunk, killed once some chunks are written.
-    again = [*argv, "--agent", "random", "--seed", "7", "--chunk-games", "1", "--overwrite"]
+    # A second run of other settings over it, one game a chunk, killed once three chunks are written.
+    again = [*argv, "--agent", "random", "--games", "10", "--seed", "7", "--chunk-games", "1", "--overwrite"]
     proc = subprocess.Popen(command("play_games", *again), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     resume = tmp_path / ".plays._resume"
     deadline = time.time() + 300
@@ -121,7 +121,7 @@ def test_a_killed_overwrite_keeps_the_finished_run_and_resumes_where_it_stopped(
     assert done.rc == 0, done.err[-2000:]
     assert done.out.strip().splitlines()[-1].startswith("play_games: wrote")
     now = _plays_manifest(out)
-    assert now["made_by"]["seed"] == 7 and now["metrics"]["games"] == 20
+    assert now["made_by"]["seed"] == 7 and now["metrics"]["games"] == 10
     assert not resume.exists()
     assert client.get_run(killed[0].info.run_id).info.status in ("FINISHED", "KILLED")  # resumed, or ended
     assert client.get_run(now["mlflow_run_id"]).info.status == "FINISHED"

@@ -29,6 +29,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from wikigame_spark import io, layout, tracking
 from wikigame_spark.handles import GamesHandle
 from wikigame_spark.layout import GraphDir, PlaysDir
+from wikigame_spark.outcomes import SUCCESS
 from wikigame_spark.schemas import ID, PLAYS, TITLE
 from wikigame_spark.summary import summarise
 
@@ -212,8 +213,53 @@ def read_chunks(spark: SparkSession, output: str, chunks: Sequence[int]) -> Data
     return spark.read.schema(PLAYS).parquet(*paths) if paths else spark.createDataFrame([], PLAYS)
 
 
+SUMMARY_ARTIFACT = "summary_by_optimal_steps.json"
+FIGURE_ARTIFACT = "success_by_optimal_steps.png"
+
+
+def by_optimal_steps(plays: pd.DataFrame) -> pd.DataFrame:
+    """Per optimal length: games, successes, success rate, mean steps above optimal when solved."""
+    won = plays["outcome"] == SUCCESS
+    extra = (plays["steps"] - plays["optimal_steps"]).where(won)
+    table = (
+        plays.assign(won=won, extra=extra)
+        .groupby("optimal_steps")
+        .agg(games=("won", "size"), successes=("won", "sum"), steps_above_optimal_mean=("extra", "mean"))
+        .reset_index()
+    )
+    table["success_rate"] = table["successes"] / table["games"]
+    return table[["optimal_steps", "games", "successes", "success_rate", "steps_above_optimal_mean"]]
+
+
+def success_figure(table: pd.DataFrame, title: str) -> bytes:
+    """Success rate by optimal length, each bar labelled with its number of games (a PNG)."""
+    import io as bytes_io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    ax.bar(table["optimal_steps"].astype(str), table["success_rate"], color="tab:green")
+    for x, (rate, n) in enumerate(zip(table["success_rate"], table["games"])):
+        ax.annotate(f"n={n}", (x, rate), ha="center", va="bottom", fontsize=8)
+    ax.set(xlabel="optimal steps", ylabel="success rate", ylim=(0, 1.1), title=title)
+    fig.tight_layout()
+    out = bytes_io.BytesIO()
+    fig.savefig(out, format="png")
+    plt.close(fig)
+    return out.getvalue()
+
+
 def log_plays(plays: pd.DataFrame, artifacts: dict[str, bytes] | None = None) -> None:
-    """The plays (``plays.parquet``) and ``artifacts`` as artifacts of the active MLflow run."""
+    """The plays (``plays.parquet``) and ``artifacts`` as artifacts of the active MLflow run, with
+    what the MLflow UI shows without a download: the success by optimal length as a table and a
+    figure."""
+    table = by_optimal_steps(plays)
+    mlflow.log_table(table, SUMMARY_ARTIFACT)
+    label = ", ".join(sorted({str(a) for a in plays["agent"].dropna().unique()})) or "plays"
+    artifacts = {FIGURE_ARTIFACT: success_figure(table, f"{label}: {len(plays)} games"), **(artifacts or {})}
     with tempfile.TemporaryDirectory() as tmp:
         plays.to_parquet(os.path.join(tmp, PLAYS_ARTIFACT), index=False)
         for name, data in (artifacts or {}).items():
