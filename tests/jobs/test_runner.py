@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 
+import pyarrow.parquet as pq
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -166,3 +167,38 @@ def test_a_graph_that_breaks_the_id_contract_is_refused_before_any_spark_work(sp
     graph = write_graph_dir(spark, str(tmp_path / "bad"), ids, edges)
     done = run_job("graph_stats", "--graph", graph, env=job_env(f"sqlite:///{tmp_path}/m.db"), timeout=120)
     done.refused(fragment)
+
+
+def _human_tsv(graph: str, games_dir: str, path: str, short: bool) -> None:
+    """Human games in the paper's layout on real titles; ``short``: one success claims fewer steps
+    than the optimal length (a log made on other files than this graph's)."""
+    nodes = pq.read_table(f"{graph}/nodes").to_pandas()
+    title = dict(zip(nodes["id"], nodes["title"]))
+    games = pq.read_table(f"{games_dir}/games").to_pandas().sort_values("game_id").head(6)
+    lines = ["Num\tSuccess?\tSteps\tTime (m:s)\tStartPage\tEndPage\tOptimalSteps"]
+    for g in games.itertuples():
+        steps = g.optimal_steps - 1 if short and g.game_id == 0 else g.optimal_steps + 1
+        lines.append(f"{g.game_id}\tYes\t{steps}.0\t01:00\t{title[g.source]}\t{title[g.target]}\t{g.optimal_steps}")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def test_the_report_leaves_out_a_run_it_cannot_evaluate_unless_strict(ltg_graph, games_dir, tmp_path):
+    env = job_env(f"sqlite:///{tmp_path}/m.db")
+    for name, short in (("humans", False), ("humans-elsewhere", True)):
+        tsv = str(tmp_path / f"{name}.tsv")
+        _human_tsv(ltg_graph, games_dir, tsv, short)
+        argv = ["--graph", ltg_graph, "--tsv", tsv, "--run-name", name, "--output", str(tmp_path / name)]
+        done = run_job("import_human_games", *argv, "--experiment", "rep", env=env)
+        assert done.rc == 0, done.err[-2000:]
+    out = str(tmp_path / "report")
+    done = run_job("report", "--experiment", "rep", "--output", out, env=env)
+    assert done.rc == 0, done.err[-3000:]
+    last = done.out.strip().splitlines()[-1]
+    assert last.startswith("report: wrote") and "1 runs left out" in last
+    with open(os.path.join(out, "report.json")) as f:
+        left_out = json.load(f)["skipped"]
+    assert [r["run_name"] for r in left_out] == ["humans-elsewhere"]
+    assert "fewer steps than the optimal length" in left_out[0]["reason"]
+    strict = run_job("report", "--experiment", "rep", "--output", out, "--strict", env=env)
+    strict.refused("humans-elsewhere", "fewer steps than the optimal length")

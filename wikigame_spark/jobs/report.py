@@ -6,11 +6,20 @@ report.json; and logs the same files as artifacts of a new run in the experiment
 
 from __future__ import annotations
 
+import logging
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
 from wikigame_spark import io, layout, preflight, tracking
 from wikigame_spark.config import ReportConfig, parse_bands
-from wikigame_spark.evaluation import evaluate, render
+from wikigame_spark.evaluation import evaluate, render, tables
+from wikigame_spark.outcomes import SUCCESS
 from wikigame_spark.play import record
 from wikigame_spark.runner import Context, Job, Output, Result
+from wikigame_spark.schemas import OUTCOME, STEPS
+
+log = logging.getLogger(__name__)
 
 
 def find_runs(ctx: Context) -> None:
@@ -24,10 +33,30 @@ def find_runs(ctx: Context) -> None:
     ctx.tags[render.KIND_TAG] = "report"
 
 
+def unusable(plays: DataFrame) -> dict[str, str]:
+    """Runs whose plays contradict the rules (a success in fewer steps than the optimal length: the
+    plays were made on other files than the graph's manifest records), by run id, with the reason."""
+    short = F.col(OUTCOME) == F.lit(SUCCESS)
+    short &= F.col(STEPS) < F.col("optimal_steps")
+    found = plays.filter(short).groupBy(tables.RUN_ID).count().collect()
+    return {r[tables.RUN_ID]: f"{r['count']} successes in fewer steps than the optimal length" for r in found}
+
+
 def report(ctx: Context) -> Result:
     s: ReportConfig = ctx.settings
-    runs, skipped = ctx.runs, ctx.skipped
+    runs, skipped = ctx.runs, list(ctx.skipped)
     plays, sources = evaluate.labelled_plays(ctx.spark, runs)
+    bad = unusable(plays)
+    if bad:
+        names = "; ".join(f"{r.run_name} ({r.run_id}): {bad[r.run_id]}" for r in runs if r.run_id in bad)
+        if s.strict or len(bad) == len(runs):
+            raise ValueError(f"play runs that cannot be evaluated: {names}")
+        log.warning("report: leaving out play runs that cannot be evaluated: %s", names)
+        skipped += [
+            {"run_id": r.run_id, "run_name": r.run_name, "reason": bad[r.run_id]} for r in runs if r.run_id in bad
+        ]
+        runs = [r for r in runs if r.run_id not in bad]
+        plays = plays.filter(~F.col(tables.RUN_ID).isin(list(bad)))
     ev = evaluate.evaluate(plays, runs, skipped, sources, s.human_cutoff, s.human_mode, parse_bands(s.bands, "--bands"))
     files = render.render(ev, ctx.experiment, run_id=ctx.run.info.run_id)
     render.log_artifacts(files)
