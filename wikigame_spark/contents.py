@@ -49,16 +49,17 @@ def describe(storage: Storage, directory: str) -> dict:
 
 
 def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bool = True) -> None:
-    """``directory``'s Parquet files are those ``manifest`` records (names and sizes; with ``rows``,
-    each table's rows from the footers), else :class:`ContentsError`. A manifest that records no
-    contents is taken as it is."""
+    """The tables ``manifest`` records hold the Parquet files it lists (names and sizes; with
+    ``rows``, each table's rows from the footers), else :class:`ContentsError`. Folders it does not
+    record are other outputs kept inside this one (a graph's games, plays and caches); a manifest
+    that records no contents is taken as it is."""
     recorded = manifest.get(CONTENTS)
     if recorded is None:
         return
-    found = _parquet(storage.list(directory))
-    for table in sorted(set(recorded) | set(found)):
-        want = recorded.get(table, {}).get("files", {})
-        have = found.get(table, {})
+    for table, entry in sorted(recorded.items()):
+        table_dir = directory if table == "." else storage.join(directory, table)
+        have = _parquet(storage.list(table_dir)).get(".", {}) if storage.exists(table_dir) else {}
+        want = entry.get("files", {})
         where = f"{flag} {directory}: table {table}"
         for name in sorted(set(want) | set(have)):
             if name not in have:
@@ -70,10 +71,10 @@ def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bo
                     f"{where}: part file {name} is {have[name]} bytes, the manifest says {want[name]} "
                     "(cut short or replaced)"
                 )
-        if rows and table in recorded:
-            counted = sum(_rows(storage, storage.join(directory, f"{table}/{n}")) for n in have)
-            if counted != recorded[table]["rows"]:
-                raise ContentsError(f"{where}: {counted} rows, the manifest says {recorded[table]['rows']}")
+        if rows:
+            counted = sum(_rows(storage, storage.join(table_dir, n)) for n in have)
+            if counted != entry["rows"]:
+                raise ContentsError(f"{where}: {counted} rows, the manifest says {entry['rows']}")
 
 
 def _column_range(storage: Storage, table_dir: str, column: str) -> tuple[int, int | None, int | None]:

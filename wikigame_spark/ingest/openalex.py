@@ -118,7 +118,7 @@ def _has_words_fast(index: Column) -> tuple[Column, Column]:
 
 def _blank(c: Column) -> Column:
     # Java's \s; trimming is far cheaper per record than a regular expression.
-    return c.isNull() | (F.trim(c, F.lit(" \t\n\r\f\u000b")) == "")
+    return c.isNull() | (F.btrim(c, F.lit(" \t\n\r\f\u000b")) == "")
 
 
 def _partition(key: Column) -> Column:
