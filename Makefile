@@ -100,14 +100,18 @@ CHECK_TESTS := not cluster and not browser and not llm_build and not slow
 check: lint
 	$(PY) -m pytest -q -m "$(CHECK_TESTS)" tests
 
-# The main job on the embedded default, then the whole study on it: the complete Latgalian
-# Wikipedia → graph → statistics → games → embedding, TF-IDF, random and Gemma (llama.cpp) runs in MLflow.
-# The bundled Gemma-3-270M GGUF is the pretrained BASE model, not the instruction-tuned one: its games
-# check the plumbing (a real server in Gemma's turn format, real tokens, every outcome path), they do not
-# measure play; the report lists them as plumbing checks with outcome counts, no success rate.
+# The main job on the embedded default, then the whole study on it: the complete Latgalian Wikipedia and
+# the real OpenAlex works of ../shared/data (Mathematics) → graphs → statistics → games → embedding,
+# TF-IDF and random runs, the Gemma (llama.cpp) runs, and the report of both graphs, in one MLflow
+# experiment. The bundled Gemma-3-270M GGUF is the pretrained BASE model, not the instruction-tuned one:
+# its free-generation games check the plumbing (a real server in Gemma's turn format, real tokens, every
+# outcome path); the report lists them as plumbing checks with outcome counts, no success rate.
 DEMO_GRAPH := $(OUT)/ltgwiki
-DEMO_PLAY := $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --experiment wikigame-demo --overwrite
+DEMO_OPENALEX := $(OUT)/openalex
+DEMO_AGENTS := embedding tfidf random
 LLAMA_PORT ?= 8765
+demo: export MLFLOW_EXPERIMENT_NAME = wikigame-demo
+demo: export HF_HUB_OFFLINE = 1
 demo: install
 	@dump=$(DATA)/wikipedia/ltgwiki-20170901-pages-articles.xml.bz2; \
 	if [ ! -f $$dump ]; then \
@@ -115,17 +119,23 @@ demo: install
 	  [ -f $$dump ] || curl -fL -o $$dump https://dumps.wikimedia.org/ltgwiki/latest/ltgwiki-latest-pages-articles.xml.bz2; \
 	fi; \
 	$(PY) jobs/build_wikipedia.py --input $$dump --output $(DEMO_GRAPH) --overwrite
-	$(PY) jobs/graph_stats.py --graph $(DEMO_GRAPH) --experiment wikigame-demo --overwrite
-	$(PY) jobs/sample_games.py --graph $(DEMO_GRAPH) --games 200 --seed 0 --experiment wikigame-demo --overwrite
-	HF_HUB_OFFLINE=1 $(DEMO_PLAY) --agent embedding --games 200
-	$(DEMO_PLAY) --agent tfidf --games 200
-	$(DEMO_PLAY) --agent random --games 200
+	$(PY) jobs/graph_stats.py --graph $(DEMO_GRAPH) --overwrite
+	$(PY) jobs/sample_games.py --graph $(DEMO_GRAPH) --games 200 --seed 0 --overwrite
+	for agent in $(DEMO_AGENTS); do $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent $$agent --games 200 --overwrite || exit 1; done
+	@if [ -d $(DATA)/openalex/real-works ]; then \
+	  $(PY) jobs/build_openalex.py --input $(DATA)/openalex/real-works --field Mathematics --output $(DEMO_OPENALEX) --overwrite && \
+	  $(PY) jobs/graph_stats.py --graph $(DEMO_OPENALEX)/mathematics --overwrite && \
+	  $(PY) jobs/sample_games.py --graph $(DEMO_OPENALEX)/mathematics --games 20 --seed 0 --overwrite && \
+	  for agent in $(DEMO_AGENTS); do \
+	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent $$agent --overwrite || exit 1; done; \
+	else echo "$(DATA)/openalex/real-works not found: the demo's report has the Latgalian graph only"; fi
 	@$(PY) -m wikigame_spark.devtools.local_server --port $(LLAMA_PORT) & server=$$!; \
 	trap "kill $$server 2>/dev/null" EXIT; \
 	for i in $$(seq 300); do curl -sf http://127.0.0.1:$(LLAMA_PORT)/v1/models >/dev/null && break; sleep 1; done; \
-	$(DEMO_PLAY) --agent llm --model gemma-3-270m --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100 \
+	$(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --agent llm --model gemma-3-270m \
+	  --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100 \
 	  --concurrency 1 --run-name llm-gemma-3-270m-base-plumbing  # one request at a time; replies capped at the agent's default
-	$(PY) jobs/report.py --experiment wikigame-demo --output $(OUT)/report --overwrite
+	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
 
 bench: install llama-server

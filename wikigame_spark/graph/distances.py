@@ -38,6 +38,7 @@ from wikigame_spark.graph.csr import CsrGraph
 from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.graph.mapped import MappedGraph, ensure_graph, local_folder
 from wikigame_spark.graph.reach import REACHABLE, Condensation, largest_component
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.schemas import DST, ID, SRC, require_columns
 
 log = logging.getLogger(__name__)
@@ -122,12 +123,12 @@ def pair_distances(
     method: str = "auto",
     largest_scc: bool = False,
     batch_pairs: int = 2048,
-    graph_dir: str | None = None,
+    graph_dir: GraphHandle | str | None = None,
     cache_dir: str | None = None,
 ) -> PairDistances:
     """The distance oracle for a graph; ``targets`` (an ``id`` column) restricts target draws.
 
-    ``graph_dir``: the graph directory ``nodes`` and ``edges`` were read from; the local method then
+    ``graph_dir``: the graph (opened, or its folder) ``nodes`` and ``edges`` were read from; the local method then
     maps its out-links (see the module doc) instead of collecting the edge columns, made under
     ``cache_dir`` (default: the graph's own cache folder)."""
     require_columns(nodes, [ID], "pair_distances(nodes)")
@@ -202,7 +203,7 @@ class LocalDistances(PairDistances):
         edges: DataFrame,
         targets: DataFrame,
         largest_scc: bool,
-        graph_dir: str | None,
+        graph_dir: GraphHandle | str | None,
         cache_dir: str | None = None,
     ) -> None:
         if graph_dir is None:
@@ -217,8 +218,9 @@ class LocalDistances(PairDistances):
             n, m = nodes.count(), edges.count()
             if (n, m) != (node_ids.size, files.indices.size):
                 raise ValueError(
-                    f"{graph_dir}: the tables given have {n} nodes and {m} edges, its mapped files "
-                    f"{node_ids.size} and {files.indices.size}: pass the directory the tables were read from"
+                    f"{getattr(graph_dir, 'path', graph_dir)}: the tables given have {n} nodes and {m} edges, "
+                    f"its mapped files {node_ids.size} and {files.indices.size}: pass the directory the tables "
+                    "were read from"
                 )
             self.graph = CsrGraph(node_ids, files.indptr, files.indices)
         giant = self.graph.scc == largest_component(self.graph.scc)

@@ -23,6 +23,7 @@ from wikigame_spark.graph import frame
 from wikigame_spark.graph.distances import PairDistances, pair_distances
 from wikigame_spark.graph.reach import UNREACHABLE_REASONS
 from wikigame_spark.graph.sampling import SAME_NODE_CODE, resolve_draws
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.schemas import DST, ID, SRC, TITLE, require_columns
 
 log = logging.getLogger(__name__)
@@ -149,7 +150,9 @@ def components(nodes: DataFrame, edges: DataFrame) -> dict:
     return out
 
 
-def graph_stats(nodes: DataFrame, edges: DataFrame, cfg: GraphStatsConfig, graph_dir: str | None = None) -> dict:
+def graph_stats(
+    nodes: DataFrame, edges: DataFrame, cfg: GraphStatsConfig, graph_dir: GraphHandle | str | None = None
+) -> dict:
     """Table 1, components and Figure 1B for a graph; the oracle's method is recorded with the curve.
     ``graph_dir``, the directory the tables were read from, lets the local method map its files."""
     stats = {"table1": table1(nodes, edges), "components": components(nodes, edges)}

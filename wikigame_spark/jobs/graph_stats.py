@@ -16,7 +16,7 @@ def stats(ctx: Context) -> Result:
     s: GraphStatsConfig = ctx.settings
     handle = ctx.inputs["graph"]
     graph = read_graph(ctx.spark, handle)
-    found = graph_stats(graph.nodes, graph.edges, s, graph.path)
+    found = graph_stats(graph.nodes, graph.edges, s, graph.handle)
     png = plot_reach(found["reachability"], f"{handle.name}: reachable within k steps")
     report = {"kind": "graph-stats", **found, "graph": handle.identity(), **ctx.made_by()}
     pages = render(report, f"Graph statistics: {handle.name}", png, REACH_PNG)
