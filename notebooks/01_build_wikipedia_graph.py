@@ -4,6 +4,18 @@
 # MAGIC A `pages-articles` dump → `nodes`, `edges`, `redirects` (Parquet) and `manifest.json`, by
 # MAGIC `jobs/build_wikipedia.py`. On Databricks set the widgets and run all; locally
 # MAGIC `python notebooks/01_build_wikipedia_graph.py [--name=value …]` runs it on the real Latgalian dump.
+# MAGIC
+# MAGIC Cluster libraries: the wikigame-spark wheel (next cell; `make wheel`
+# MAGIC builds it in `dist/`, upload it to the volume), nothing else.
+
+# COMMAND ----------
+
+# MAGIC %pip install /Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl
+
+# COMMAND ----------
+
+if "dbutils" in globals():  # on Databricks: Python restarts to import the wheel just installed
+    dbutils.library.restartPython()  # noqa: F821
 
 # COMMAND ----------
 

@@ -7,6 +7,18 @@
 # MAGIC manifest lists 465 files (hence `allow_partial`). Its works (2021-2023) have no `primary_topic`,
 # MAGIC so the job stops with one line saying the snapshot predates OpenAlex topics: set `snapshot`
 # MAGIC to a works snapshot from 2024 or later (any copy of `s3://openalex`, or a local one).
+# MAGIC
+# MAGIC Cluster libraries: the wikigame-spark wheel (next cell; `make wheel`
+# MAGIC builds it in `dist/`, upload it to the volume), nothing else.
+
+# COMMAND ----------
+
+# MAGIC %pip install /Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl
+
+# COMMAND ----------
+
+if "dbutils" in globals():  # on Databricks: Python restarts to import the wheel just installed
+    dbutils.library.restartPython()  # noqa: F821
 
 # COMMAND ----------
 

@@ -4,6 +4,19 @@
 # MAGIC The paper's Table 1 row and reachability curve (`jobs/graph_stats.py`), then uniformly random
 # MAGIC reachable (source, target) pairs with exact shortest-path lengths (`jobs/sample_games.py`).
 # MAGIC Locally the default graph is the one notebook 01 builds.
+# MAGIC
+# MAGIC Cluster libraries: the wikigame-spark wheel (next cell; `make wheel`
+# MAGIC builds it in `dist/`, upload it to the volume) and GraphFrames as a Maven library,
+# MAGIC `io.graphframes:graphframes-spark4_2.13:0.11.0` (the cluster → Libraries → Install new → Maven).
+
+# COMMAND ----------
+
+# MAGIC %pip install /Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl
+
+# COMMAND ----------
+
+if "dbutils" in globals():  # on Databricks: Python restarts to import the wheel just installed
+    dbutils.library.restartPython()  # noqa: F821
 
 # COMMAND ----------
 

@@ -4,6 +4,19 @@
 # MAGIC Agents play the sampled games (`jobs/play_games.py`): each agent is an MLflow run in the
 # MAGIC experiment, with its plays as Parquet under `<graph>/plays/<run-name>`. LLM agents need
 # MAGIC `OPENAI_BASE_URL` / `OPENAI_API_KEY` in the cluster's environment (a secret), never in a widget.
+# MAGIC
+# MAGIC Cluster libraries: the wikigame-spark wheel with its `embedding` extra (next cell: the
+# MAGIC embedding agent's sentence-transformers and its bundled model; `make wheel` builds it in `dist/`,
+# MAGIC upload it to the volume), nothing else.
+
+# COMMAND ----------
+
+# MAGIC %pip install "/Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl[embedding]"
+
+# COMMAND ----------
+
+if "dbutils" in globals():  # on Databricks: Python restarts to import the wheel just installed
+    dbutils.library.restartPython()  # noqa: F821
 
 # COMMAND ----------
 

@@ -5,6 +5,18 @@
 # MAGIC Table 4 (success ± SD), Table 5 (steps above optimal ± SE), outcome breakdowns, negative
 # MAGIC binomial fits with the likelihood-ratio test, Figures 2–4 and 15, as Markdown and HTML in
 # MAGIC `report` and as artifacts of a "report" run in the same experiment.
+# MAGIC
+# MAGIC Cluster libraries: the wikigame-spark wheel (next cell; `make wheel`
+# MAGIC builds it in `dist/`, upload it to the volume), nothing else.
+
+# COMMAND ----------
+
+# MAGIC %pip install /Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl
+
+# COMMAND ----------
+
+if "dbutils" in globals():  # on Databricks: Python restarts to import the wheel just installed
+    dbutils.library.restartPython()  # noqa: F821
 
 # COMMAND ----------
 

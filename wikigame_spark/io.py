@@ -268,11 +268,16 @@ def read_table(spark: SparkSession, path: str, schema: StructType) -> DataFrame:
 
 
 def code_version() -> str:
-    """Package version plus the git commit when running from a checkout."""
-    here = os.path.dirname(os.path.abspath(wikigame_spark.__file__))
+    """The package version (from its metadata), plus the git commit when running from a checkout.
+
+    An installed wheel gives its version alone: git is not asked there, since site-packages may sit
+    inside some other repository whose commit says nothing about this code.
+    """
+    if wikigame_spark.CHECKOUT_DIR is None:
+        return wikigame_spark.__version__
     try:
         commit = subprocess.run(
-            ["git", "-C", here, "rev-parse", "--short", "HEAD"],
+            ["git", "-C", wikigame_spark.CHECKOUT_DIR, "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
             timeout=5,

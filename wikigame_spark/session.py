@@ -17,12 +17,17 @@ import sys
 
 from pyspark.sql import SparkSession
 
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JARS_DIR = os.environ.get("WIKIGAME_JARS_DIR", os.path.join(PROJECT_DIR, "jars"))
+from wikigame_spark import CHECKOUT_DIR
+
+# The project's own files (jars/, .cache/, mlflow.db) live in the checkout, else in the working
+# directory: never beside an installed wheel, in site-packages.
+PROJECT_DIR = CHECKOUT_DIR or os.getcwd()
+# An installed wheel has no jars/ of its own: --jars, --packages or the cluster's libraries give them.
+JARS_DIR = os.environ.get("WIKIGAME_JARS_DIR") or (os.path.join(CHECKOUT_DIR, "jars") if CHECKOUT_DIR else "")
 
 
 def project_jars() -> list[str]:
-    return sorted(glob.glob(os.path.join(JARS_DIR, "*.jar")))
+    return sorted(glob.glob(os.path.join(JARS_DIR, "*.jar"))) if JARS_DIR else []
 
 
 def build_session(app_name: str, master: str | None = None, conf: dict | None = None) -> SparkSession:
