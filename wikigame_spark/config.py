@@ -390,6 +390,11 @@ class SampleGamesConfig:
     targets_where: str = setting("", "targets only from nodes matching this SQL, e.g. 'page_id > 70000000'")
     stratify: str = setting("", "equal numbers of games per optimal-length band, e.g. 3-4,5-6,7-8")
     largest_scc: bool = setting(False, "sources and targets only from the largest strongly connected component")
+    degree_quantiles: int = setting(
+        0,
+        "share the games equally among the k x k cells of the target's in-degree and the source's out-degree "
+        "quantiles (over nodes with in-links / links; within each --stratify band); 0 = off",
+    )
     method: str = setting(
         "auto", "distance method (auto: local when the graph fits the driver)", choices=DISTANCE_METHODS
     )
@@ -408,6 +413,9 @@ class SampleGamesConfig:
 
     def validate(self) -> None:
         positive(self, "games", "bfs_batch_pairs")
+        non_negative(self, "degree_quantiles")
+        if self.degree_quantiles == 1:
+            raise ConfigError("--degree-quantiles 1: ask for at least 2 quantiles, or 0 for none")
         _seed(self)
         if self.max_draws < 0 or 0 < self.max_draws < self.games:
             raise ConfigError(

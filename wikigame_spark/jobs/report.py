@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+import mlflow
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -60,6 +61,8 @@ def report(ctx: Context) -> Result:
     ev = evaluate.evaluate(plays, runs, skipped, sources, s.human_cutoff, s.human_mode, parse_bands(s.bands, "--bands"))
     files = render.render(ev, ctx.experiment, run_id=ctx.run.info.run_id)
     render.log_artifacts(files)
+    if not ev.routes.leaderboard.empty:  # the runs' ranking as a table the MLflow UI shows
+        mlflow.log_table(ev.routes.leaderboard, "leaderboard.json")
     staging = ctx.stage()
     if preflight.is_local(staging):
         io.write_local(files, preflight.local_path(staging))

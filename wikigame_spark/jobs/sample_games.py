@@ -14,7 +14,7 @@ from wikigame_spark.schemas import GAMES
 def sample(ctx: Context) -> Result:
     s: SampleGamesConfig = ctx.settings
     graph = read_graph(ctx.spark, ctx.inputs["graph"])
-    sampled = sample_games(graph.nodes, graph.edges, s, graph.handle)
+    sampled = sample_games(graph.nodes, graph.edges, s, graph.handle, degree_quantiles=s.degree_quantiles)
     io.write_tables(ctx.spark, ctx.stage(), {layout.GAMES: (sampled.games, GAMES)})
     c = sampled.counts
     manifest = {
