@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from wikigame_spark.agents.base import AgentSpec, agent_class, worker_agent
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.play.engine import play_games
 
 DATA = os.path.join(os.path.dirname(ROOT), "shared", "data", "wikipedia")
@@ -94,7 +95,7 @@ def measure(spark, graph_dir: str, n_games: int) -> None:
     games = pq.read_table(f"{games_dir}/games").to_pylist()
     graph = WorkerGraph.from_directory(graph_dir)
     start = time.perf_counter()
-    resources = agent_class("embedding").prepare(spark, graph_dir, {})
+    resources = agent_class("embedding").prepare(spark, GraphHandle.open(graph_dir, spark), {})
     cache_seconds = time.perf_counter() - start
     results = {}
     for name, settings, res in (("cache", {}, resources), ("reference", {"reencode": True}, {})):

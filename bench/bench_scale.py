@@ -178,9 +178,11 @@ def _session(workers: int):
 def _spec(spark, graph: str):
     from wikigame_spark.agents.base import AgentSpec, agent_class
     from wikigame_spark.agents.sentence_models import DEFAULT_MODEL
+    from wikigame_spark.handles import GraphHandle
 
     settings = {"model": DEFAULT_MODEL}
-    return AgentSpec("embedding", settings, agent_class("embedding").prepare(spark, graph, settings))
+    resources = agent_class("embedding").prepare(spark, GraphHandle.open(graph, spark), settings)
+    return AgentSpec("embedding", settings, resources)
 
 
 def step_prepare(graph: str) -> dict:

@@ -139,9 +139,14 @@ def session(app_name: str):
     spark = build_session(app_name, conf=quiet)
     if not verbose():
         jvm = spark.sparkContext._jvm
-        off = jvm.org.apache.logging.log4j.Level.OFF
+        log4j = jvm.org.apache.logging.log4j
+        off = log4j.Level.OFF
         for name in _TASK_TRACE_LOGGERS:
-            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+            log4j.core.config.Configurator.setLevel(name, off)
+        # Spark without a log4j2.properties of its own (an installed wheel's) logs every INFO line:
+        # thousands per job, the summary buried. A configuration that asks for more stays as it is.
+        if log4j.LogManager.getRootLogger().getLevel().isLessSpecificThan(log4j.Level.INFO):
+            spark.sparkContext.setLogLevel("WARN")
     return spark
 
 

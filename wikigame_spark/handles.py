@@ -27,6 +27,11 @@ class GraphHandle:
         object.__setattr__(self, "cache_dir", (self.cache_dir or GraphDir(self.path).cache).rstrip("/"))
         object.__setattr__(self, "sha1", io.manifest_sha1(self.manifest))
 
+    @classmethod
+    def open(cls, path: str, spark=None, cache_dir: str = "") -> GraphHandle:
+        """The graph folder at ``path`` with its manifest (a local path needs no session)."""
+        return cls(path, io.read_manifest(spark, path.rstrip("/")), cache_dir)
+
     @property
     def dir(self) -> GraphDir:
         return GraphDir(self.path)

@@ -20,6 +20,7 @@ from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph, write_games
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.io import read_columns
 from wikigame_spark.play.engine import play_games
 
@@ -74,9 +75,9 @@ def test_every_agent_plays_the_same_routes_on_the_mapped_latgalian_graph(spark, 
         return [r["route"] for r in play_games(games, g, agent, max_steps, name, None)]
 
     for name, settings in (("random", {"seed": 2}), ("tfidf", {"sample_size": 500})):
-        resources = agent_class(name).prepare(spark, ltg_graph, settings)
+        resources = agent_class(name).prepare(spark, GraphHandle.open(ltg_graph), settings)
         assert routes(name, graph, settings, resources) == routes(name, memory, settings, resources), name
-    resources = agent_class("embedding").prepare(spark, ltg_graph, {})
+    resources = agent_class("embedding").prepare(spark, GraphHandle.open(ltg_graph), {})
     matrix = in_memory_matrix(os.path.dirname(resources["targets"]))
     ours = routes("embedding", graph, {}, resources)
     assert ours == routes("embedding", memory, {}, resources, matrix=matrix)

@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 from wikigame_spark.agents.options import AgentOptions
 from wikigame_spark.config import ConfigError, PlayConfig, add_flags, coerce, load_config
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.handles import GraphHandle
 
 
 @dataclass
@@ -94,8 +95,9 @@ class Agent(abc.ABC):
         return cls.options(**{f.name: settings[f.name] for f in fields(cls.options) if f.name in settings})
 
     @classmethod
-    def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
-        """Driver-side preparation (e.g. an embedding cache); returns resources for the workers."""
+    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: dict) -> dict:
+        """Driver-side preparation (e.g. an embedding cache) for the opened graph; returns resources
+        for the workers."""
         return {}
 
     @classmethod

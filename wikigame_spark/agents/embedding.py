@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
-from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, model_digest, prompt_names
 from wikigame_spark.agents.options import AgentOptions, option
-from wikigame_spark.layout import GraphDir
+from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, model_digest, prompt_names
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.schemas import SUMMARY, TITLE
 
 
@@ -39,15 +39,15 @@ class EmbeddingAgent(Agent):
     default_model = DEFAULT_MODEL
 
     @classmethod
-    def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
+    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: dict) -> dict:
         model = settings.get("model") or cls.default_model
         query, document = prompt_names(model)
         resources = {"query_prompt": query, "document_prompt": document}
         if cls.options_of(settings).reencode:
             return resources
-        cache_dir = settings.get("cache_dir") or GraphDir(graph_dir).cache
-        resources["targets"] = ensure_embeddings(spark, graph_dir, cache_dir, model, SUMMARY, query)
-        resources["links"] = ensure_embeddings(spark, graph_dir, cache_dir, model, _text_col(settings), document)
+        cache_dir = settings.get("cache_dir") or graph.cache_dir
+        resources["targets"] = ensure_embeddings(spark, graph, cache_dir, model, SUMMARY, query)
+        resources["links"] = ensure_embeddings(spark, graph, cache_dir, model, _text_col(settings), document)
         return resources
 
     @classmethod

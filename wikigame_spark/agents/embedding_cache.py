@@ -19,7 +19,8 @@ from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, Struc
 from wikigame_spark import io, layout
 from wikigame_spark.agents.sentence_models import encode, load_model, model_slug
 from wikigame_spark.graph import mapped
-from wikigame_spark.layout import CacheDir, GraphDir
+from wikigame_spark.handles import GraphHandle
+from wikigame_spark.layout import CacheDir
 from wikigame_spark.schemas import ID, NODES, require_columns
 
 log = logging.getLogger(__name__)
@@ -48,27 +49,27 @@ def cache_path(cache_dir: str, model: str, text_col: str, prompt_name: str | Non
 
 
 def ensure_embeddings(
-    spark: SparkSession, graph_dir: str, cache_dir: str, model: str, text_col: str, prompt_name: str | None
+    spark: SparkSession, graph: GraphHandle, cache_dir: str, model: str, text_col: str, prompt_name: str | None
 ) -> str:
     """The mapped matrix of these embeddings (for :func:`load_matrix`), computing the cache first
     if it is not there."""
     path = cache_path(cache_dir, model, text_col, prompt_name)
-    created = io.read_manifest(spark, graph_dir).get("created")
+    created = graph.manifest.get("created")
     if io.current_cache(spark, path, created):
         return mapped.ensure_matrix(spark, path)
-    nodes = io.read_table(spark, GraphDir(graph_dir).nodes, NODES)
+    nodes = io.read_table(spark, graph.dir.nodes, NODES)
     n_parts = max(spark.sparkContext.defaultParallelism, 1)
     vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name)
     manifest = {
         "kind": "embeddings",
-        "graph": graph_dir,
+        "graph": graph.path,
         "source_created": created,
         "model": model,
         "text": text_col,
         "prompt_name": prompt_name,
     }
     io.write_cache(spark, path, layout.VECTORS, vectors, EMBEDDINGS, manifest)
-    log.info("embedded %s of %s with %s into %s", text_col, graph_dir, model, path)
+    log.info("embedded %s of %s with %s into %s", text_col, graph.path, model, path)
     return mapped.ensure_matrix(spark, path)
 
 

@@ -25,6 +25,7 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 from wikigame_spark import io, layout
 from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
 from wikigame_spark.agents.options import AgentOptions, option, positive
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import ID, NODES, SUMMARY
 
@@ -100,13 +101,14 @@ class TfidfAgent(Agent):
     deterministic = True
 
     @classmethod
-    def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
+    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: dict) -> dict:
         options = cls.options_of(settings)
-        corpus = options.corpus_graph or graph_dir
+        corpus = options.corpus_graph or graph.path
         size = options.tfidf_sample_size
         seed = int(settings.get("seed") or 0)
-        cache_dir = settings.get("cache_dir") or GraphDir(graph_dir).cache
-        created = io.read_manifest(spark, corpus).get("created")
+        cache_dir = settings.get("cache_dir") or graph.cache_dir
+        made = graph.manifest if corpus == graph.path else io.read_manifest(spark, corpus)
+        created = made.get("created")
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.rstrip("/").rsplit("/", 1)[-1])
         path = CacheDir(cache_dir).tfidf(slug, size, seed)
         done = io.current_cache(spark, path, created)

@@ -62,7 +62,7 @@ def read_graph(spark: SparkSession, graph: GraphHandle | str) -> Graph:
     in the Parquet footers, so that target filters can use them; the contract columns must exist.
     """
     if isinstance(graph, str):
-        graph = GraphHandle(graph, io.read_manifest(spark, graph.rstrip("/")))
+        graph = GraphHandle.open(graph, spark)
     nodes_path = graph.dir.nodes
     found = spark.read.parquet(nodes_path).schema
     missing = [f.name for f in NODES.fields if f.name not in found.fieldNames()]

@@ -266,7 +266,7 @@ def ensure_graph(spark: SparkSession, graph: GraphHandle | str, cache_dir: str |
     """The mapped files of ``graph`` (an opened graph, or its folder) under ``cache_dir``
     (default: the graph's cache folder), built once per build of the graph."""
     if isinstance(graph, str):
-        graph = GraphHandle(graph, io.read_manifest(spark, graph.rstrip("/")))
+        graph = GraphHandle.open(graph, spark)
     uri = CacheDir(cache_dir or graph.cache_dir).mapped_graph
     made_from = {"graph": graph.path, "graph_manifest_sha1": graph.sha1}
     ensure_folder(spark, uri, made_from, lambda folder: build_graph_files(graph.path, folder))

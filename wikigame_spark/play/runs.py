@@ -102,7 +102,7 @@ def play(
     ``made_by``; return the whole plays table."""
     graph = games.graph
     settings = {**agent_settings(cfg, graph), **(extra_settings or {})}
-    spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, graph.path, settings))
+    spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, graph, settings))
     table = select_games(io.read_table(spark, games.table, GAMES), cfg.games)
     chunk = (F.col("game_id") / F.lit(cfg.chunk_games)).cast("long")
     chunks = sorted(r[0] for r in table.select(chunk.alias("c")).distinct().collect())
