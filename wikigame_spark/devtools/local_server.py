@@ -241,10 +241,11 @@ def echo_logprobs(llama, prompt: str, cache_prompt: bool = True) -> dict:
     tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
     if len(tokens) >= llama.n_ctx():
         raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {llama.n_ctx()}")
-    cached = getattr(llama, "_echo_cache", ([], np.zeros(0)))
+    empty = ([], np.zeros(0), np.zeros(0, dtype=np.int64))
+    cached = getattr(llama, "_echo_cache", empty)
     if not cache_prompt:
         llama.reset()
-        cached = ([], np.zeros(0))
+        cached = empty
     same = 0
     for a, b in zip(llama.input_ids[: llama.n_tokens], tokens):
         if a != b:
@@ -259,27 +260,27 @@ def echo_logprobs(llama, prompt: str, cache_prompt: bool = True) -> dict:
         if a != b:
             break
         kept += 1
-    rows = scores[kept:]
-    top = rows.max(axis=1)
-    fresh = top + np.log(np.exp(rows - top[:, None]).sum(axis=1))
-    lse = np.concatenate([cached[1][:kept], fresh])
-    llama._echo_cache = (list(tokens), lse)
+    # Per row, once: its log-normaliser and its best token (a row is the whole vocabulary: a copy
+    # or a pass over every row per request would cost more than the model's forward pass).
+    new_rows = scores[kept:]
+    peak = new_rows.max(axis=1)
+    lse = np.concatenate([cached[1][:kept], peak + np.log(np.exp(new_rows - peak[:, None]).sum(axis=1))])
+    argmax = np.concatenate([cached[2][:kept], new_rows.argmax(axis=1)])
+    llama._echo_cache = (list(tokens), lse, argmax)
     bos = 1 if tokens[0] == llama.token_bos() else 0
-    shown = [*tokens[bos:], int(np.argmax(scores[-1]))]  # the prompt, then the one token generated
+    shown = [*tokens[bos:], int(argmax[-1])]  # the prompt, then the one token generated
     rows = np.arange(bos, len(tokens))  # row r predicts token r + 1
     picked = scores[rows, shown[1:]] - lse[rows]
-    best = scores[rows].argmax(axis=1)
+    best = argmax[rows]
     best_lp = scores[rows, best] - lse[rows]
 
-    def text(ids) -> str:
-        return llama.detokenize(ids).decode("utf-8", errors="ignore")
-
-    pieces = [
-        llama.detokenize([t], prev_tokens=shown[:i]).decode("utf-8", errors="ignore") for i, t in enumerate(shown)
-    ]
-    offsets = [len(text(shown[:i])) for i in range(len(shown))]
+    raw = [llama.detokenize([t]) for t in shown]  # each token's bytes; offsets from their running sum
+    running = [b"".join(raw[:i]) for i in range(len(raw) + 1)]
+    pieces = [r.decode("utf-8", errors="ignore") for r in raw]
+    offsets = [len(running[i].decode("utf-8", errors="ignore")) for i in range(len(raw))]
     lp = [None, *(float(x) for x in picked)]  # OpenAI's: none for the first token
-    top = [None] + [{text([int(b)]): float(v), pieces[i + 1]: lp[i + 1]} for i, (b, v) in enumerate(zip(best, best_lp))]
+    named = [llama.detokenize([int(b)]).decode("utf-8", errors="ignore") for b in best]
+    top = [None] + [{named[i]: float(v), pieces[i + 1]: lp[i + 1]} for i, v in enumerate(best_lp)]
     return {
         "id": f"cmpl-echo-{len(tokens)}",
         "object": "text_completion",
