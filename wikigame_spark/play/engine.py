@@ -22,8 +22,8 @@ from pyspark.sql import DataFrame
 
 from wikigame_spark.agents.base import Agent, AgentSpec, StepRequest, worker_agent
 from wikigame_spark.graph import mapped
-from wikigame_spark.handles import GraphHandle
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.outcomes import DEAD_END, INVALID_CHOICE, LOOP, STEP_LIMIT, SUCCESS
 from wikigame_spark.schemas import GAMES, PLAYS, require_columns
 
