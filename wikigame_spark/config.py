@@ -57,7 +57,7 @@ def positive(settings: Any, *names: str) -> None:
     for name in names:
         value = getattr(settings, name)
         if not value > 0 or (isinstance(value, float) and math.isinf(value)):
-            raise ConfigError(f"{flag_of(settings, name)}: must be a positive number, got {value}")
+            raise ConfigError(f"{flag_of(settings, name)} {value}: must be a positive number")
 
 
 def non_negative(settings: Any, *names: str) -> None:
@@ -65,7 +65,7 @@ def non_negative(settings: Any, *names: str) -> None:
     for name in names:
         value = getattr(settings, name)
         if not value >= 0 or (isinstance(value, float) and math.isinf(value)):
-            raise ConfigError(f"{flag_of(settings, name)}: must be 0 or more, got {value}")
+            raise ConfigError(f"{flag_of(settings, name)} {value}: must be a finite number, 0 or more")
 
 
 def flag_of(cls_or_settings: Any, name: str) -> str:

@@ -54,9 +54,9 @@ def test_each_agent_has_its_options_and_the_chosen_ones_are_loaded():
     cfg = load_play_config(None, {"graph": "g", "agent": "llm", "top_k": 5, "max_titles": 30})
     assert cfg.agent_options == LlmOptions(top_k=5, max_titles=30)
     assert load_play_config(None, {"graph": "g", "agent": "tfidf"}).agent_options == TfidfOptions()
-    with pytest.raises(ConfigError, match="--tfidf-sample-size: must be a positive number, got 0"):
+    with pytest.raises(ConfigError, match="--tfidf-sample-size 0: must be a positive number"):
         load_play_config(None, {"graph": "g", "agent": "tfidf", "tfidf_sample_size": 0})
-    with pytest.raises(ConfigError, match="--concurrency: must be a positive number, got 0"):
+    with pytest.raises(ConfigError, match="--concurrency 0: must be a positive number"):
         load_play_config(None, {"graph": "g", "agent": "reasoning", "concurrency": 0})
 
 

@@ -32,7 +32,7 @@ def games_dir(ltg_graph, tmp_path_factory):
     [
         (["--seed", "-1"], "--seed: must be an integer from 0"),
         (["--seed", "abc"], "argument --seed: invalid int value: 'abc'"),
-        (["--max-steps", "0"], "--max-steps: must be a positive number"),
+        (["--max-steps", "0"], "--max-steps 0: must be a positive number"),
         (["--protocol", "wikispeedia"], "argument --protocol: invalid choice"),
         ([], "--agent is required"),
     ],
