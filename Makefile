@@ -105,7 +105,9 @@ check: lint
 # TF-IDF and random runs, the Gemma (llama.cpp) runs, and the report of both graphs, in one MLflow
 # experiment. The bundled Gemma-3-270M GGUF is the pretrained BASE model, not the instruction-tuned one:
 # its free-generation games check the plumbing (a real server in Gemma's turn format, real tokens, every
-# outcome path); the report lists them as plumbing checks with outcome counts, no success rate.
+# outcome path); the report lists them as plumbing checks with outcome counts, no success rate. The same
+# model also plays with its answer constrained to the offered titles (a grammar) and as the likelihood
+# agent (each title scored by its log-probability): real, if small, measurements of a base model.
 DEMO_GRAPH := $(OUT)/ltgwiki
 DEMO_OPENALEX := $(OUT)/openalex
 DEMO_AGENTS := embedding tfidf random
@@ -134,7 +136,11 @@ demo: install
 	for i in $$(seq 300); do curl -sf http://127.0.0.1:$(LLAMA_PORT)/v1/models >/dev/null && break; sleep 1; done; \
 	$(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --agent llm --model gemma-3-270m \
 	  --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100 \
-	  --concurrency 1 --run-name llm-gemma-3-270m-base-plumbing  # one request at a time; replies capped at the agent's default
+	  --concurrency 1 --run-name llm-gemma-3-270m-base-plumbing && \
+	$(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --agent llm --constrained grammar --model gemma-3-270m \
+	  --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 50 && \
+	$(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --agent likelihood --model gemma-3-270m \
+	  --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 3 --max-steps 5 --max-titles 20
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
 

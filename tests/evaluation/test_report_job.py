@@ -228,3 +228,13 @@ def test_the_bundled_model_is_labelled_a_plumbing_check():
     from wikigame_spark.evaluation.evaluate import PLUMBING_MODELS
 
     assert MODEL_ALIAS in PLUMBING_MODELS
+
+
+def test_the_bundled_model_plays_when_it_chooses_among_the_titles():
+    from wikigame_spark.devtools.local_server import MODEL_ALIAS
+    from wikigame_spark.evaluation.evaluate import is_plumbing
+
+    assert is_plumbing({"agent": "llm", "model": MODEL_ALIAS, "constrained": ""})
+    assert not is_plumbing({"agent": "llm", "model": MODEL_ALIAS, "constrained": "grammar"})
+    assert not is_plumbing({"agent": "likelihood", "model": MODEL_ALIAS})
+    assert not is_plumbing({"agent": "llm", "model": "an-instruction-tuned-model", "constrained": ""})

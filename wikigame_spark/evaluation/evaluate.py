@@ -45,8 +45,12 @@ class ReportRun(PlayRun):
 
 
 def is_plumbing(params: dict, tags: dict | None = None) -> bool:
-    """A run of a model that checks the plumbing (the bundled base Gemma), not a player."""
-    return (tags or {}).get(PLUMBING_TAG) == "true" or (params.get("model") or "") in PLUMBING_MODELS
+    """A run that checks the plumbing, not a player: the bundled base Gemma generating free text. The
+    same model choosing by likelihood, or with its answer constrained to the offered titles, plays."""
+    if (tags or {}).get(PLUMBING_TAG) == "true":
+        return True
+    generating = params.get("agent") in ("llm", "reasoning") and not params.get("constrained")
+    return generating and (params.get("model") or "") in PLUMBING_MODELS
 
 
 def run_label(params: dict, tags: dict | None = None) -> str:
