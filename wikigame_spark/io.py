@@ -218,6 +218,8 @@ def output_lock(path: str, spark: SparkSession | None = None, what: str = "outpu
     (a killed process on this host) is taken over. Local paths need no session."""
     lock_path = f"{path.rstrip('/')}.lock"
     store = Storage(spark)
+    parent = lock_path.rpartition("/")[0]
+    made_parent = bool(parent) and not store.exists(parent)  # a failed first run leaves no empty folder
     pid = os.getpid()
     owner = {"host": socket.gethostname(), "pid": pid, "pid_started": _process_start(pid), "since": _now()}
     text = json.dumps(owner, sort_keys=True)
@@ -245,6 +247,8 @@ def output_lock(path: str, spark: SparkSession | None = None, what: str = "outpu
     finally:
         if _read_lock(store, lock_path) == text:
             store.delete(lock_path)
+        if made_parent and store.exists(parent) and not store.names(parent):
+            store.delete(parent)
 
 
 def _now() -> str:

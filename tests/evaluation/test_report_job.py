@@ -154,7 +154,8 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
         assert row["plays"] == len(plays)
         start = progress[(progress.label == labels[agent]) & (progress.step == 0)].iloc[0]
         assert start["n"] + start["unreached"] == len(plays)
-        assert start["mean_distance"] == pytest.approx(plays.optimal_steps.mean())
+        if agent != "human":  # a log's optimal lengths are its own (a redirect title moves a start page)
+            assert start["mean_distance"] == pytest.approx(plays.optimal_steps.mean())
     paired_table = pd.read_csv(os.path.join(out, "tables", "paired.csv"))
     pair = paired_table.iloc[0]
     assert pair["both"] + pair["only_a"] + pair["only_b"] + pair["neither"] == pair["games"]

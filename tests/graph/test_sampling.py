@@ -207,7 +207,7 @@ def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spa
     m1, m2 = (json.load(open(os.path.join(p, "manifest.json"))) for p in (out1, out2))
     for m in (m1, m2):
         assert m["kind"] == "games" and m["seed"] == 9 and m["games"] == 30
-        assert m["graph"]["dbname"] == "ltgwiki" and m["options"]["games"] == 30
+        assert m["graph"]["dbname"] == "ltgwiki" and m["parameters"]["games"] == 30
         assert m["draws"] == m["counts"]["draws"] == 30 + m["discarded"]
     assert m2["counts"]["method"] == m1["counts"]["method"] == "graphframes"
     assert m1["counts"]["decided_by_reachability"] == m1["counts"]["unreachable"] > 0

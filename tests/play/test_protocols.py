@@ -218,7 +218,7 @@ def read_plays(directory):
 
 
 def test_sampling_preset_scc_bands_and_manifest(spark, ltg_graph, study):
-    options = io.read_manifest(spark, study["games"])["options"]
+    options = io.read_manifest(spark, study["games"])["parameters"]
     assert options["protocol"] == "llm-wikirace" and options["stratify"] == "3-4,5-6,7-8" and options["largest_scc"]
     games = pq.read_table(f"{study['games']}/games").to_pandas()
     giant = largest_scc(ltg_graph)
