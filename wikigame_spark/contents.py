@@ -40,10 +40,12 @@ def _rows(storage: Storage, path: str) -> int:
 
 
 def describe(storage: Storage, directory: str) -> dict:
-    """``{table: {"rows": n, "files": {name: bytes}}}`` for the Parquet tables under ``directory``."""
+    """``{table: {"rows": n, "files": {name: bytes}}}`` for the Parquet tables under ``directory``
+    (rows from the footers on a local disk; on other stores the listing alone, rows None)."""
+    local = storage.local_disk(directory) is not None
     out = {}
     for table, files in sorted(_parquet(storage.list(directory)).items()):
-        rows = sum(_rows(storage, storage.join(directory, f"{table}/{name}")) for name in files)
+        rows = sum(_rows(storage, storage.join(directory, f"{table}/{name}")) for name in files) if local else None
         out[table] = {"rows": rows, "files": dict(sorted(files.items()))}
     return out
 
@@ -71,7 +73,7 @@ def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bo
                     f"{where}: part file {name} is {have[name]} bytes, the manifest says {want[name]} "
                     "(cut short or replaced)"
                 )
-        if rows:
+        if rows and entry.get("rows") is not None and storage.local_disk(table_dir) is not None:
             counted = sum(_rows(storage, storage.join(table_dir, n)) for n in have)
             if counted != entry["rows"]:
                 raise ContentsError(f"{where}: {counted} rows, the manifest says {entry['rows']}")
@@ -97,7 +99,10 @@ def _column_range(storage: Storage, table_dir: str, column: str) -> tuple[int, i
 
 def check_ids(storage: Storage, nodes_dir: str, edges_dir: str, flag: str) -> None:
     """The graph contract's dense ids, as far as the footers tell in seconds: node ids 0…N−1 and
-    every edge's ends among them (duplicates inside that range are found when the graph is mapped)."""
+    every edge's ends among them (duplicates inside that range are found when the graph is mapped).
+    Footers are read on a local disk only: elsewhere the first stage that maps the graph checks."""
+    if storage.local_disk(nodes_dir) is None:
+        return
     n, low, high = _column_range(storage, nodes_dir, "id")
     if low is not None and (low != 0 or high != n - 1):
         raise ContentsError(
