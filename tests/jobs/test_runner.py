@@ -195,6 +195,7 @@ def _shorten_one_success(plays_dir: str) -> None:
             plays.loc[won[0], "steps"] = plays.loc[won[0], "optimal_steps"] - 1
             shortened = pa.Table.from_pandas(plays, schema=table.schema, preserve_index=False)
             pq.write_table(shortened, os.path.join(table_dir, name))
+            os.remove(os.path.join(table_dir, f".{name}.crc"))  # Hadoop's checksum of the old bytes
             return
     raise AssertionError(f"{table_dir}: no success to shorten")
 
