@@ -34,8 +34,6 @@ from wikigame_spark.agents.llm_client import (
     CompletionClient,
     NoResponse,
     ServerUnreachable,
-    check_server,
-    server_identity,
 )
 from wikigame_spark.config import ConfigError
 from wikigame_spark.outcomes import BAD_REQUEST, NO_RESPONSE
@@ -53,13 +51,9 @@ class LikelihoodAgent(LlmAgent):
             raise ConfigError("constrained (--constrained) only applies to --agent llm or reasoning")
 
     @classmethod
-    def identity(cls, settings: dict) -> dict:
-        """The server checked before any game: it answers, and it returns prompt log-probs."""
-        options = cls.options_of(settings)
-        cls.check_options(options)
-        base_url, key = options.base_url or None, settings.get("api_key") or None
-        check_server(base_url, key)
-        client = CompletionClient(settings["model"], base_url, key, timeout=float(options.timeout), retries=0)
+    def probe(cls, options: LlmOptions, model: str, base_url: str | None, key: str | None) -> None:
+        """The server returns prompt log-probs (echo), which scoring the titles needs."""
+        client = CompletionClient(model, base_url, key, timeout=float(options.timeout), retries=0)
         try:
             client.logprobs(PROBE + prompts.likelihood_continuation("Rīga"))
         except (BadRequest, NoResponse) as e:
@@ -67,7 +61,6 @@ class LikelihoodAgent(LlmAgent):
                 f"--base-url {options.base_url or 'OPENAI_BASE_URL'}: the server refused a completion with echo "
                 f"and logprobs, which the likelihood agent needs ({e})"
             ) from e
-        return server_identity(base_url, settings["model"], key)
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)

@@ -132,12 +132,18 @@ class LlmAgent(Agent):
 
     @classmethod
     def identity(cls, settings: dict) -> dict:
-        """The server checked (it answers ``/v1/models``) before any game, then what it serves."""
+        """The server checked (it answers ``/v1/models``, and :meth:`probe`) before any game, then
+        what it serves."""
         options = cls.options_of(settings)
         cls.check_options(options)
         base_url, key = options.base_url or None, settings.get("api_key") or None
         check_server(base_url, key)
+        cls.probe(options, settings["model"], base_url, key)
         return server_identity(base_url, settings["model"], key)
+
+    @classmethod
+    def probe(cls, options: LlmOptions, model: str, base_url: str | None, key: str | None) -> None:
+        """What else the agent needs of the server, asked before any game (generation needs nothing more)."""
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)
