@@ -84,7 +84,9 @@ def test_truncated_edges_name_the_file(graphs, env):
 def test_bad_flags(graphs, env, flags):
     done = play("--graph", graphs["a"], "--games-dir", graphs["games"], *flags, env=env)
     done.refused(
-        {"--games": "--games 0: must be a positive number", "--run-name": "--run-name", "--max-steps": "--max-steps"}[flags[0]]
+        {"--games": "--games 0: must be a positive number", "--run-name": "--run-name", "--max-steps": "--max-steps"}[
+            flags[0]
+        ]
     )
     assert not os.path.exists(f"{graphs['a']}/plays")
 
