@@ -474,7 +474,7 @@ class PlayConfig:
         positive(self, "max_steps", "chunk_games")
         _seed(self)
         if self.games is not None and self.games <= 0:
-            raise ConfigError(f"--games: must be positive, got {self.games} (omit it to play every game)")
+            raise ConfigError(f"--games {self.games}: must be a positive number (omit it to play every game)")
         non_negative(self, "partitions")
         check_run_name(self.run_name)
 
