@@ -98,8 +98,10 @@ def likelihood(games: list[dict], graph: WorkerGraph, server: LlamaServer, args)
     """Steps per minute of the likelihood agent with N links offered, with and without prefix reuse."""
     for links in args.likelihood_links:
         for reuse in (True, False):
-            settings = {"model": server.model, "base_url": server.base_url, "max_titles": links, "timeout": 3600}
-            agent = LikelihoodAgent(graph, {**settings, "no_prefix_reuse": not reuse}, {})
+            settings = LikelihoodAgent.configure(
+                model=server.model, base_url=server.base_url, max_titles=links, timeout=3600, no_prefix_reuse=not reuse
+            )
+            agent = LikelihoodAgent(graph, settings, {})
             requests = []
             for i, g in enumerate(games[: args.likelihood_steps]):
                 # ``links`` candidates whatever the page's degree: the cost depends on their number
@@ -127,7 +129,7 @@ def constrained(games: list[dict], graph: WorkerGraph, server: LlamaServer, args
             "max_tokens": args.max_tokens,
             "constrained": constraint,
         }
-        agent = LlmAgent(graph, settings, {})
+        agent = LlmAgent(graph, LlmAgent.configure(**settings), {})
         start = time.perf_counter()
         rows = play_games(games, graph, agent, args.max_steps, "llm", server.model)
         seconds = time.perf_counter() - start
@@ -153,7 +155,7 @@ def compare(label: str, games: list[dict], graph: WorkerGraph, base_url: str, mo
             "timeout": 600,
             "max_tokens": args.max_tokens,
         }
-        agent = LlmAgent(graph, settings, {})
+        agent = LlmAgent(graph, LlmAgent.configure(**settings), {})
         start = time.perf_counter()
         rows = play_games(games, graph, agent, args.max_steps, "llm", model)
         results[concurrency] = (rows, time.perf_counter() - start)

@@ -95,11 +95,12 @@ def measure(spark, graph_dir: str, n_games: int) -> None:
     games = pq.read_table(f"{games_dir}/games").to_pylist()
     graph = WorkerGraph.from_directory(graph_dir)
     start = time.perf_counter()
-    resources = agent_class("embedding").prepare(spark, GraphHandle.open(graph_dir, spark), {})
+    embedding = agent_class("embedding")
+    resources = embedding.prepare(spark, GraphHandle.open(graph_dir, spark), embedding.configure())
     cache_seconds = time.perf_counter() - start
     results = {}
     for name, settings, res in (("cache", {}, resources), ("reference", {"reencode": True}, {})):
-        agent = worker_agent(AgentSpec("embedding", settings, res), graph)
+        agent = worker_agent(AgentSpec("embedding", embedding.configure(**settings), res), graph)
         start = time.perf_counter()
         rows = play_games(games, graph, agent, 100, "embedding", None)
         results[name] = (rows, time.perf_counter() - start)

@@ -180,7 +180,7 @@ def _spec(spark, graph: str):
     from wikigame_spark.agents.sentence_models import DEFAULT_MODEL
     from wikigame_spark.handles import GraphHandle
 
-    settings = {"model": DEFAULT_MODEL}
+    settings = agent_class("embedding").configure(model=DEFAULT_MODEL)
     resources = agent_class("embedding").prepare(spark, GraphHandle.open(graph, spark), settings)
     return AgentSpec("embedding", settings, resources)
 

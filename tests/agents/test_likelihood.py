@@ -55,7 +55,7 @@ def direct_scores(prefix: str, titles: list[str]) -> list[float]:
 
 
 def settings(url, model, **extra):
-    return {"model": model, "base_url": url, "timeout": 120, "seed": 1, **extra}
+    return LikelihoodAgent.configure(**{"model": model, "base_url": url, "timeout": 120, "seed": 1, **extra})
 
 
 def test_scores_are_the_models_log_probs(llama, graph):
@@ -84,7 +84,7 @@ def test_likelihood_agent_plays_and_checks_its_server(llama, graph):
     (row,) = play_games(games, graph, agent, 2, "likelihood", llama.model)
     assert row["outcome"] in {"success", "step_limit"} and row["queries"] == len(TITLES) - 1
     assert row["prompt_tokens"] > 0 and row["seconds"] > 0
-    assert LikelihoodAgent.identity(settings(llama.base_url, llama.model))["model"] == llama.model
+    assert LikelihoodAgent.identity(settings(llama.base_url, llama.model)).model == llama.model
 
 
 def test_a_server_without_prompt_log_probs_is_refused(graph):

@@ -23,17 +23,19 @@ def graph(tmp_path):
 
 
 def settings(url, **extra):
-    return {
-        "model": "test",
-        "base_url": url,
-        "api_key": "sk-secret",
-        "timeout": 0.5,
-        "http_retries": 1,
-        "backoff": 0.01,
-        "concurrency": 4,
-        "seed": 1,
-        **extra,
-    }
+    return LlmAgent.configure(
+        **{
+            "model": "test",
+            "base_url": url,
+            "api_key": "sk-secret",
+            "timeout": 0.5,
+            "http_retries": 1,
+            "backoff": 0.01,
+            "concurrency": 4,
+            "seed": 1,
+            **extra,
+        }
+    )
 
 
 def play(agent, graph):

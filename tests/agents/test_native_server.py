@@ -33,7 +33,7 @@ def test_concurrent_games_share_the_native_servers_slots(ltg_graph, tmp_path):
     log = str(tmp_path / "server.log")
     with LlamaServer(engine=NATIVE, parallel=SLOTS, n_ctx=4096, log_path=log) as server:
         settings = {"model": server.model, "base_url": server.base_url, "max_titles": 30, "max_tokens": 40}
-        agent = LlmAgent(graph, {**settings, "concurrency": SLOTS, "timeout": 300}, {})
+        agent = LlmAgent(graph, LlmAgent.configure(**settings, concurrency=SLOTS, timeout=300), {})
         stop, peak = threading.Event(), [0]
         monitor = threading.Thread(target=busy_slots, args=(server.base_url, stop, peak))
         monitor.start()

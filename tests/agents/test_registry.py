@@ -19,6 +19,7 @@ from wikigame_spark.agents.llm import LlmOptions
 from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.agents.tfidf import TfidfOptions
 from wikigame_spark.config import ConfigError, flatten
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.jobs.play_games import JOB
 from wikigame_spark.play import runs
 
@@ -94,4 +95,5 @@ def test_the_record_lists_the_shared_settings_and_its_own_agents_options():
     assert "base_url" not in flatten(load_play_config(None, {"graph": "g", "agent": "tfidf"}))
     top = load_play_config(None, {"graph": "g", "agent": "llm", "model": "m", "top_k": 7})
     assert flatten(top)["top_k"] == 7 and runs.play_options(top)["top_k"] == 7
-    assert runs.agent_settings(top)["top_k"] == 7 and runs.agent_settings(top)["model"] == "m"
+    built = runs.agent_settings(top, GraphHandle("g", {}))
+    assert built.options.top_k == 7 and built.model == "m" and built.cache_dir == GraphHandle("g", {}).cache_dir

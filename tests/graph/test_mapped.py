@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import ROOT
-from wikigame_spark.agents.base import agent_class
+from wikigame_spark.agents.base import AgentSettings, agent_class
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph, write_games
 from wikigame_spark.graph import mapped
@@ -68,22 +68,24 @@ def test_every_agent_plays_the_same_routes_on_the_mapped_latgalian_graph(spark, 
     graph = mapped.mapped_graph(mapped.ensure_graph(spark, ltg_graph, str(tmp_path / "cache")))
     games = pq.read_table(f"{write_games(ltg_graph, 60, seed=3, path=str(tmp_path / 'games'))}/games").to_pylist()
 
-    def routes(name: str, g, settings: dict, resources: dict, max_steps: int = 100, matrix=None) -> list:
+    def routes(name: str, g, settings: AgentSettings, resources: dict, max_steps: int = 100, matrix=None) -> list:
         agent = agent_class(name)(g, settings, resources)
         if matrix is not None:
             agent.targets = agent.links = matrix
         return [r["route"] for r in play_games(games, g, agent, max_steps, name, None)]
 
-    for name, settings in (("random", {"seed": 2}), ("tfidf", {"sample_size": 500})):
+    for name, options in (("random", {"seed": 2}), ("tfidf", {"tfidf_sample_size": 500})):
+        settings = agent_class(name).configure(**options)
         resources = agent_class(name).prepare(spark, GraphHandle.open(ltg_graph), settings)
         assert routes(name, graph, settings, resources) == routes(name, memory, settings, resources), name
-    resources = agent_class("embedding").prepare(spark, GraphHandle.open(ltg_graph), {})
+    embedding = agent_class("embedding").configure()
+    resources = agent_class("embedding").prepare(spark, GraphHandle.open(ltg_graph), embedding)
     matrix = in_memory_matrix(os.path.dirname(resources["targets"]))
-    ours = routes("embedding", graph, {}, resources)
-    assert ours == routes("embedding", memory, {}, resources, matrix=matrix)
+    ours = routes("embedding", graph, embedding, resources)
+    assert ours == routes("embedding", memory, embedding, resources, matrix=matrix)
     with FaultyServer() as server:  # replies with the target when it is offered, else the first title
-        llm = {"model": "test", "base_url": server.url, "api_key": "", "timeout": 5, "max_titles": 50}
         for name in ("llm", "reasoning"):
+            llm = agent_class(name).configure(model="test", base_url=server.url, timeout=5, max_titles=50)
             assert routes(name, graph, llm, {}, 12) == routes(name, memory, llm, {}, 12), name
 
 
@@ -110,7 +112,9 @@ def write_graph(tmp_path, n: int, edges_per_node: int = 8, dims: int = 128) -> t
 def measure(graph_uri: str, matrix_uri: str, games: list[dict], layout: str) -> dict:
     """Run in a fresh process: the growth of its anonymous memory (not file-backed) while it opens
     a graph and plays games with it, reading every summary once."""
-    from wikigame_spark.agents.base import AgentSpec, worker_agent
+    from wikigame_spark.agents.base import AgentSpec, agent_class, worker_agent
+
+    settings = agent_class("embedding").configure()
 
     def anonymous() -> int:
         with open("/proc/self/smaps_rollup") as f:
@@ -119,10 +123,10 @@ def measure(graph_uri: str, matrix_uri: str, games: list[dict], layout: str) -> 
     before = anonymous()
     if layout == "mapped":
         graph = mapped.mapped_graph(graph_uri)
-        agent = worker_agent(AgentSpec("embedding", {}, {"targets": matrix_uri, "links": matrix_uri}), graph)
+        agent = worker_agent(AgentSpec("embedding", settings, {"targets": matrix_uri, "links": matrix_uri}), graph)
     else:
         graph = WorkerGraph.from_directory(graph_uri)
-        agent = worker_agent(AgentSpec("embedding", {}, {"targets": matrix_uri, "links": matrix_uri}), graph)
+        agent = worker_agent(AgentSpec("embedding", settings, {"targets": matrix_uri, "links": matrix_uri}), graph)
         agent.targets = agent.links = in_memory_matrix(os.path.dirname(matrix_uri))
     steps = sum(r["steps"] for r in play_games(games, graph, agent, 100, "embedding", None))
     chars = sum(len(s) for s in graph.summaries)

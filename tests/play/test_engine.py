@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from wikigame_spark.agents.base import Agent, AgentSpec, Choice, agent_class, worker_agent
+from wikigame_spark.agents.base import Agent, AgentSettings, AgentSpec, Choice, agent_class, worker_agent
 from wikigame_spark.devtools.games import bfs_distances, write_games
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.outcomes import DEAD_END, INVALID_CHOICE, STEP_LIMIT, SUCCESS
@@ -36,26 +36,26 @@ def game(source, target, optimal=1, game_id=0):
 
 def test_success_counts_pages_moved_to():
     g = graph(4, [(0, 1), (1, 2), (2, 3)])
-    [row] = play_games([game(0, 3, 3)], g, Lowest(g, {}, {}), 100, "lowest", None)
+    [row] = play_games([game(0, 3, 3)], g, Lowest(g, AgentSettings(), {}), 100, "lowest", None)
     assert (row["outcome"], row["steps"], row["route"]) == (SUCCESS, 3, [0, 1, 2, 3])
 
 
 def test_step_limit():
     g = graph(10, [(i, i + 1) for i in range(9)])
-    [row] = play_games([game(0, 9, 9)], g, Lowest(g, {}, {}), 4, "lowest", None)
+    [row] = play_games([game(0, 9, 9)], g, Lowest(g, AgentSettings(), {}), 4, "lowest", None)
     assert (row["outcome"], row["steps"], row["route"]) == (STEP_LIMIT, 4, [0, 1, 2, 3, 4])
 
 
 def test_dead_end_and_no_revisits():
     # 0 → 1 → 0 is the only way back: visited pages are not offered, so 1 is a dead end.
     g = graph(3, [(0, 1), (1, 0), (2, 0)])
-    [row] = play_games([game(0, 2, 1)], g, Lowest(g, {}, {}), 100, "lowest", None)
+    [row] = play_games([game(0, 2, 1)], g, Lowest(g, AgentSettings(), {}), 100, "lowest", None)
     assert (row["outcome"], row["steps"], row["route"]) == (DEAD_END, 1, [0, 1])
 
 
 def test_agent_cannot_leave_the_offered_links():
     g = graph(3, [(0, 1), (1, 2)])
-    [row] = play_games([game(0, 2, 2)], g, Cheater(g, {}, {}), 100, "cheater", None)
+    [row] = play_games([game(0, 2, 2)], g, Cheater(g, AgentSettings(), {}), 100, "cheater", None)
     assert row["outcome"] == INVALID_CHOICE and row["route"] == [0]
 
 
@@ -76,7 +76,7 @@ def test_random_routes_are_valid_on_the_latgalian_graph(ltg_graph, tmp_path):
 
     games = pq.read_table(f"{games_dir}/games").to_pylist()
     g = WorkerGraph.from_directory(ltg_graph)
-    agent = worker_agent(AgentSpec("random", {"seed": 3}), g)
+    agent = worker_agent(AgentSpec("random", AgentSettings(seed=3)), g)
     rows = play_games(games, g, agent, 100, "random", None)
     adj = {u: set(g.out_links(u).tolist()) for u in range(g.num_nodes)}
     outcomes = set()
@@ -94,5 +94,5 @@ def test_random_routes_are_valid_on_the_latgalian_graph(ltg_graph, tmp_path):
     # same seed, same routes; another seed, other routes
     again = play_games(games, g, agent, 100, "random", None)
     assert [r["route"] for r in again] == [r["route"] for r in rows]
-    other = play_games(games, g, worker_agent(AgentSpec("random", {"seed": 4}), g), 100, "random", None)
+    other = play_games(games, g, worker_agent(AgentSpec("random", AgentSettings(seed=4)), g), 100, "random", None)
     assert [r["route"] for r in other] != [r["route"] for r in rows]

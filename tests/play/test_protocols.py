@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 from jobs import play_games, sample_games
 from jobs import report as report_job
 from wikigame_spark import io
-from wikigame_spark.agents.base import Agent, Choice, load_play_config
+from wikigame_spark.agents.base import Agent, AgentSettings, Choice, load_play_config
 from wikigame_spark.agents.llm import LlmAgent
 from wikigame_spark.config import ConfigError, SampleGamesConfig, load_config
 from wikigame_spark.devtools.faulty_server import FaultyServer
@@ -39,7 +39,7 @@ class Recorder(Agent):
     """Follows a fixed route of choices and records what it was offered at each step."""
 
     def __init__(self, graph, moves):
-        super().__init__(graph, {}, {})
+        super().__init__(graph, AgentSettings(), {})
         self.moves, self.offered = list(moves), []
 
     def choose(self, requests):
@@ -88,18 +88,18 @@ def test_a_revisit_is_a_legal_move_only_when_allowed():
 def test_deterministic_agent_in_a_two_cycle_ends_with_loop_at_the_first_repeated_state():
     g = graph()
     # lowest id: 0 → 1 → 0 (1's lowest link): back at 0 with the same links offered, step 2.
-    [row] = play([game()], g, Lowest(g, {}, {}), 100, "lowest", None, allow_revisits=True)
+    [row] = play([game()], g, Lowest(g, AgentSettings(), {}), 100, "lowest", None, allow_revisits=True)
     assert (row["outcome"], row["steps"], row["route"]) == (LOOP, 2, [0, 1, 0])
     assert row["detail"].startswith("step 2 is back in the state of step 0")
     assert route_loops(row["route"]).first_revisit == 2
     # the paper's rules: 0 is never offered again, so the same agent goes on 1 → 3 → 5
-    [paper] = play([game()], g, Lowest(g, {}, {}), 100, "lowest", None)
+    [paper] = play([game()], g, Lowest(g, AgentSettings(), {}), 100, "lowest", None)
     assert (paper["outcome"], paper["route"]) == (SUCCESS, [0, 1, 3, 5])
 
 
 def test_no_loop_for_an_agent_that_may_choose_differently():
     g = graph()
-    [row] = play([game()], g, LowestWithMemory(g, {}, {}), 7, "memory", None, allow_revisits=True)
+    [row] = play([game()], g, LowestWithMemory(g, AgentSettings(), {}), 7, "memory", None, allow_revisits=True)
     assert (row["outcome"], row["route"]) == (STEP_LIMIT, [0, 1, 0, 1, 0, 1, 0, 1])
     assert route_loops(row["route"]).revisits == 6
 
@@ -135,7 +135,7 @@ def test_llm_sees_visited_titles_only_with_the_route_shown(tmp_path):
     asks = {}
     for show in (False, True):
         with FaultyServer() as server:
-            agent = LlmAgent(g, {**base, "base_url": server.url, "show_route": show}, {})
+            agent = LlmAgent(g, LlmAgent.configure(**base, base_url=server.url, show_route=show), {})
             [row] = play([game(0, 3, 3)], g, agent, 4, "llm", "test", allow_revisits=True)
             asks[show] = [r["messages"][5]["content"] for r in server.requests]
         # not deterministic: it goes back and forth to the step limit rather than ending as a loop

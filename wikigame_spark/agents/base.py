@@ -8,9 +8,9 @@ Heavy objects (models, vocabularies, clients) are built in ``__init__``, which r
 worker process (:func:`worker_agent`), never on the driver to be pickled.
 
 An agent registers with its options class (a frozen dataclass of
-:class:`~wikigame_spark.agents.options.AgentOptions`: defaults, validation, help); its settings reach it
-as a plain dict (picklable, a cache key) and it reads them typed, defaults applied, through
-:meth:`Agent.options_of`. Adding an agent is one module and its import in ``agents/__init__.py``.
+:class:`~wikigame_spark.agents.options.AgentOptions`: defaults, validation, help); it is built from
+an :class:`AgentSettings` (the play's shared settings it reads and those options, typed from the
+job's flags to the workers). Adding an agent is one module and its import in ``agents/__init__.py``.
 """
 
 from __future__ import annotations
@@ -58,15 +58,40 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class AgentSettings:
+    """What an agent is built from: the play's shared settings it reads, and its own options
+    (an instance of the options class it registered with)."""
+
+    options: AgentOptions = field(default_factory=AgentOptions)
+    model: str = ""  # empty: the agent's default model
+    use_titles: bool = False
+    seed: int = 0
+    cache_dir: str = ""  # empty: the graph's cache folder
+    api_key: str = field(default="", repr=False)  # OPENAI_API_KEY, to the workers; never logged
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What names the model behind an agent (a play run records it); empty for agents without one."""
+
+    model: str = ""
+    model_digest: str = ""
+    llm_engine: str = ""
+    chat_format: str = ""
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     """Everything a worker needs to build an agent: name, settings, and prepared resources."""
 
     name: str
-    settings: dict = field(default_factory=dict)
+    settings: AgentSettings = field(default_factory=AgentSettings)
     resources: dict = field(default_factory=dict)
 
     def key(self) -> str:
-        return json.dumps([self.name, self.settings, self.resources], sort_keys=True, default=str)
+        settings = {**dataclasses.asdict(self.settings), "options": type(self.settings.options).__name__}
+        options = dataclasses.asdict(self.settings.options)
+        return json.dumps([self.name, settings, options, self.resources], sort_keys=True, default=str)
 
 
 class Agent(abc.ABC):
@@ -82,29 +107,42 @@ class Agent(abc.ABC):
     options: type[AgentOptions] = AgentOptions
     name: str = ""
 
-    def __init__(self, graph: WorkerGraph, settings: dict, resources: dict) -> None:
+    def __init__(self, graph: WorkerGraph, settings: AgentSettings, resources: dict) -> None:
         self.graph = graph
-        self.settings = settings
+        self.settings = self.checked(settings)
         self.resources = resources
-        self.opts = self.options_of(settings)
+        self.opts = settings.options
 
     @classmethod
-    def options_of(cls, settings: dict):
-        """The agent's options from ``settings`` (the play's settings plus its options' fields),
-        each missing one at its default."""
-        return cls.options(**{f.name: settings[f.name] for f in fields(cls.options) if f.name in settings})
+    def checked(cls, settings: AgentSettings) -> AgentSettings:
+        """``settings``, if its options are this agent's, else :class:`TypeError`."""
+        if not isinstance(settings.options, cls.options):
+            raise TypeError(f"agent {cls.name!r} takes {cls.options.__name__}, not {type(settings.options).__name__}")
+        return settings
 
     @classmethod
-    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: dict) -> dict:
+    def configure(cls, **values: Any) -> AgentSettings:
+        """Settings from keywords: the shared ones (:class:`AgentSettings`' fields) and this agent's
+        options, each missing one at its default (an unknown name is a :class:`TypeError`)."""
+        shared = {f.name for f in fields(AgentSettings)} - {"options"}
+        options = cls.options(**{k: v for k, v in values.items() if k not in shared})
+        return AgentSettings(options, **{k: v for k, v in values.items() if k in shared})
+
+    @classmethod
+    def model_of(cls, settings: AgentSettings) -> str:
+        return settings.model or cls.default_model
+
+    @classmethod
+    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: AgentSettings) -> dict:
         """Driver-side preparation (e.g. an embedding cache) for the opened graph; returns resources
         for the workers."""
         return {}
 
     @classmethod
-    def identity(cls, settings: dict) -> dict:
-        """What names the model behind this agent (a play run records it): name, files' digest,
-        engine, chat format. Agents without a model have none."""
-        return {}
+    def identity(cls, settings: AgentSettings) -> ModelIdentity:
+        """What names the model behind this agent: name, files' digest, engine, chat format
+        (agents without a model: the model setting, if any)."""
+        return ModelIdentity(model=cls.model_of(settings))
 
     @abc.abstractmethod
     def choose(self, requests: list[StepRequest]) -> list[Choice]: ...
@@ -153,9 +191,8 @@ def registered_options() -> dict[type[AgentOptions], list[str]]:
 
 
 def registered_agents() -> dict[str, type[Agent]]:
-    """The agents by name, the built-in ones registered first."""
-    from wikigame_spark import agents  # noqa: F401  (registers the built-in agents)
-
+    """The agents by name, the built-in ones registered first (importing this module runs the
+    package's ``__init__`` first, which imports, and so registers, the built-in agents)."""
     return dict(_REGISTRY)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyspark.sql import SparkSession
 
-from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
+from wikigame_spark.agents.base import Agent, AgentSettings, Choice, ModelIdentity, StepRequest, register_agent
 from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
 from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, model_digest, prompt_names
@@ -22,8 +22,8 @@ from wikigame_spark.handles import GraphHandle
 from wikigame_spark.schemas import SUMMARY, TITLE
 
 
-def _text_col(settings: dict) -> str:
-    return TITLE if settings.get("use_titles") else SUMMARY
+def _text_col(settings: AgentSettings) -> str:
+    return TITLE if settings.use_titles else SUMMARY
 
 
 @dataclass(frozen=True)
@@ -39,26 +39,26 @@ class EmbeddingAgent(Agent):
     default_model = DEFAULT_MODEL
 
     @classmethod
-    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: dict) -> dict:
-        model = settings.get("model") or cls.default_model
+    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: AgentSettings) -> dict:
+        model = cls.model_of(settings)
         query, document = prompt_names(model)
         resources = {"query_prompt": query, "document_prompt": document}
-        if cls.options_of(settings).reencode:
+        if settings.options.reencode:
             return resources
-        cache_dir = settings.get("cache_dir") or graph.cache_dir
+        cache_dir = settings.cache_dir or graph.cache_dir
         resources["targets"] = ensure_embeddings(spark, graph, cache_dir, model, SUMMARY, query)
         resources["links"] = ensure_embeddings(spark, graph, cache_dir, model, _text_col(settings), document)
         return resources
 
     @classmethod
-    def identity(cls, settings: dict) -> dict:
-        model = settings.get("model") or cls.default_model
-        return {"model": model, "model_digest": model_digest(model)}
+    def identity(cls, settings: AgentSettings) -> ModelIdentity:
+        model = cls.model_of(settings)
+        return ModelIdentity(model=model, model_digest=model_digest(model))
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)
-        self.model_name = settings.get("model") or self.default_model
-        self.texts = graph.titles if settings.get("use_titles") else graph.summaries
+        self.model_name = self.model_of(settings)
+        self.texts = graph.titles if settings.use_titles else graph.summaries
         if self.opts.reencode:
             self.model = load_model(self.model_name)
         else:

@@ -67,9 +67,9 @@ class LikelihoodAgent(LlmAgent):
         o = self.opts
         self.deterministic = not o.shuffle_links  # the scores depend on the state alone
         self.scorer = CompletionClient(
-            settings["model"],
+            settings.model,
             o.base_url or None,
-            settings.get("api_key") or None,
+            settings.api_key or None,
             timeout=float(o.timeout),
             retries=int(o.http_retries),
             backoff=float(o.backoff),

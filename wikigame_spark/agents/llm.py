@@ -23,6 +23,7 @@ OpenAI's structured outputs with an ``enum``, OpenAI, vLLM, llama-server; docs/l
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,8 +32,8 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from wikigame_spark.agents import prompts
-from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
-from wikigame_spark.agents.embedding import EmbeddingAgent
+from wikigame_spark.agents.base import Agent, AgentSettings, Choice, ModelIdentity, StepRequest, register_agent
+from wikigame_spark.agents.embedding import EmbeddingAgent, EmbeddingOptions
 from wikigame_spark.agents.llm_client import (
     BadRequest,
     ChatClient,
@@ -45,6 +46,7 @@ from wikigame_spark.agents.llm_client import (
 )
 from wikigame_spark.agents.options import AgentOptions, non_negative, option, positive
 from wikigame_spark.config import ConfigError
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.outcomes import BAD_REQUEST, HALLUCINATION, NO_ANSWER, NO_RESPONSE
 
 # Completion caps when --max-tokens is not given. The paper's answer, {"title": …, "reason": …},
@@ -111,14 +113,18 @@ class LlmAgent(Agent):
     default_max_tokens = MAX_TOKENS
 
     @classmethod
-    def prepare(cls, spark: SparkSession, graph_dir: str, settings: dict) -> dict:
-        if not settings.get("model"):
+    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: AgentSettings) -> dict:
+        if not settings.model:
             raise ValueError(f"--agent {cls.name} needs --model (the model name the server knows)")
-        options = cls.options_of(settings)
-        if options.top_k > 0:
-            embedding = {**settings, "model": options.ranking_model, "use_titles": False, "reencode": False}
-            return {"embedding": EmbeddingAgent.prepare(spark, graph_dir, embedding)}
+        if settings.options.top_k > 0:
+            return {"embedding": EmbeddingAgent.prepare(spark, graph, cls.ranker_settings(settings))}
         return {}
+
+    @staticmethod
+    def ranker_settings(settings: AgentSettings) -> AgentSettings:
+        """The hybrid prefilter's embedding agent: the ranking model on the summaries."""
+        ranking = settings.options.ranking_model
+        return dataclasses.replace(settings, options=EmbeddingOptions(), model=ranking, use_titles=False)
 
     @classmethod
     def check_options(cls, options: LlmOptions) -> None:
@@ -131,15 +137,15 @@ class LlmAgent(Agent):
             raise ConfigError("constrained: json_schema cannot hold the reasoning agent's <answer> tags; use grammar")
 
     @classmethod
-    def identity(cls, settings: dict) -> dict:
+    def identity(cls, settings: AgentSettings) -> ModelIdentity:
         """The server checked (it answers ``/v1/models``, and :meth:`probe`) before any game, then
         what it serves."""
-        options = cls.options_of(settings)
+        options = settings.options
         cls.check_options(options)
-        base_url, key = options.base_url or None, settings.get("api_key") or None
+        base_url, key = options.base_url or None, settings.api_key or None
         check_server(base_url, key)
-        cls.probe(options, settings["model"], base_url, key)
-        return server_identity(base_url, settings["model"], key)
+        cls.probe(options, settings.model, base_url, key)
+        return ModelIdentity(**server_identity(base_url, settings.model, key))
 
     @classmethod
     def probe(cls, options: LlmOptions, model: str, base_url: str | None, key: str | None) -> None:
@@ -149,16 +155,16 @@ class LlmAgent(Agent):
         super().__init__(graph, settings, resources)
         o = self.opts
         base_url = o.base_url or None
-        slots = server_slots(base_url, settings.get("api_key") or None)
+        slots = server_slots(base_url, settings.api_key or None)
         self.in_flight = min(int(o.concurrency), slots or int(o.concurrency))
         self.slots = Slots(base_url or "", self.in_flight)
         self.failures_in_a_row = 0
         self.client = ChatClient(
-            model=settings["model"],
+            model=settings.model,
             base_url=o.base_url or None,
-            api_key=settings.get("api_key") or None,
+            api_key=settings.api_key or None,
             temperature=float(o.temperature),
-            seed=settings.get("seed"),
+            seed=settings.seed,
             timeout=float(o.timeout),
             retries=int(o.http_retries),
             backoff=float(o.backoff),
@@ -171,7 +177,7 @@ class LlmAgent(Agent):
         self.pool = ThreadPoolExecutor(max_workers=self.in_flight)
         self.ranker = None
         if o.top_k > 0:
-            self.ranker = EmbeddingAgent(graph, {"model": o.ranking_model}, resources["embedding"])
+            self.ranker = EmbeddingAgent(graph, self.ranker_settings(settings), resources["embedding"])
 
     def choose(self, requests: list[StepRequest]) -> list[Choice]:
         choices = list(self.pool.map(self._step, requests))
@@ -202,9 +208,7 @@ class LlmAgent(Agent):
     def _offered(self, r: StepRequest) -> list[int]:
         offered = r.offered
         if self.opts.shuffle_links:
-            offered = np.random.default_rng([int(self.settings.get("seed") or 0), r.game_id, r.step]).permutation(
-                offered
-            )
+            offered = np.random.default_rng([self.settings.seed, r.game_id, r.step]).permutation(offered)
         k = self.opts.top_k
         if self.ranker is not None and offered.size > k:
             scores = self.ranker.scores(r.target, offered)
@@ -226,7 +230,7 @@ class LlmAgent(Agent):
         messages = prompts.first_messages(
             target, self.graph.summaries[r.target], titles, self.reasoning, route, visited
         )
-        rng = np.random.default_rng([int(self.settings.get("seed") or 0), r.game_id, r.step, 1])
+        rng = np.random.default_rng([self.settings.seed, r.game_id, r.step, 1])
         queries = prompt_tokens = completion_tokens = 0
 
         def ended(node, outcome=None, detail=None) -> Choice:

@@ -12,7 +12,7 @@ class RandomAgent(Agent):
     """Seeded by (seed, game, step), so a game's route does not depend on how games are partitioned."""
 
     def choose(self, requests: list[StepRequest]) -> list[Choice]:
-        seed = int(self.settings.get("seed") or 0)
+        seed = self.settings.seed
         out = []
         for r in requests:
             rng = np.random.default_rng([seed, r.game_id, r.step])

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from wikigame_spark import io, layout
-from wikigame_spark.agents.base import Agent, Choice, StepRequest, register_agent
+from wikigame_spark.agents.base import Agent, AgentSettings, Choice, StepRequest, register_agent
 from wikigame_spark.agents.options import AgentOptions, option, positive
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import CacheDir, GraphDir
@@ -101,12 +101,12 @@ class TfidfAgent(Agent):
     deterministic = True
 
     @classmethod
-    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: dict) -> dict:
-        options = cls.options_of(settings)
+    def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: AgentSettings) -> dict:
+        options = settings.options
         corpus = options.corpus_graph or graph.path
         size = options.tfidf_sample_size
-        seed = int(settings.get("seed") or 0)
-        cache_dir = settings.get("cache_dir") or graph.cache_dir
+        seed = settings.seed
+        cache_dir = settings.cache_dir or graph.cache_dir
         made = graph.manifest if corpus == graph.path else io.read_manifest(spark, corpus)
         created = made.get("created")
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.rstrip("/").rsplit("/", 1)[-1])
@@ -130,7 +130,7 @@ class TfidfAgent(Agent):
         super().__init__(graph, settings, resources)
         table = io.read_columns(CacheDir.vocab(resources["vocab"]), [TERM, "idf"])
         self.idf = dict(zip(table.column(TERM).to_pylist(), table.column("idf").to_pylist()))
-        self.texts = graph.titles if settings.get("use_titles") else graph.summaries
+        self.texts = graph.titles if settings.use_titles else graph.summaries
         self._targets: dict[int, dict] = {}
         self._links: dict[int, dict] = {}
 

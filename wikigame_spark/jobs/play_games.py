@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from wikigame_spark import io
-from wikigame_spark.agents.base import add_option_flags, load_play_config
+from wikigame_spark.agents.base import add_option_flags, agent_class, load_play_config
 from wikigame_spark.config import PlayConfig
 from wikigame_spark.play import record, runs
 from wikigame_spark.runner import GAMES, GRAPH, Context, Input, Job, Output, Result
@@ -24,18 +24,19 @@ def prepare(ctx: Context) -> None:
     """The run's identity (graph, games, agent, model as the agent reports it) and whether the
     plays already in its staging folder were made as this run would make them (then it resumes)."""
     s: PlayConfig = ctx.settings
-    ctx.key = os.environ.get("OPENAI_API_KEY", "")  # to the workers with the agent; never logged
-    settings = {**runs.agent_settings(s, ctx.inputs["graph"]), "api_key": ctx.key}
-    ctx.identity.update(record.run_identity(s, ctx.inputs["games_dir"], runs.model_identity(s, settings)))
-    ctx.made = record.play_identity(ctx.identity, runs.play_options(s), s.max_steps, s.seed)
+    key = os.environ.get("OPENAI_API_KEY", "")  # to the workers with the agent; never logged
+    ctx.agent = runs.agent_settings(s, ctx.inputs["graph"], api_key=key)
+    ctx.run_identity = record.RunIdentity.of(s, ctx.inputs["games_dir"], agent_class(s.agent).identity(ctx.agent))
+    ctx.identity.update(ctx.run_identity.params())
+    ctx.made = ctx.run_identity.made_by(runs.play_options(s), s.max_steps, s.seed)
     ctx.resume = record.resume_point(ctx.spark, ctx.stage(), run_name(s), s.overwrite, ctx.made) > 0
-    ctx.tags.update(agent=s.agent, model=ctx.identity[record.MODEL], protocol=s.protocol)
+    ctx.tags.update(agent=s.agent, model=ctx.run_identity.model, protocol=s.protocol)
 
 
 def play(ctx: Context) -> Result:
     s: PlayConfig = ctx.settings
     games = ctx.inputs["games_dir"]
-    result = runs.play(ctx.spark, s, games, ctx.stage(), ctx.made, {"api_key": ctx.key})
+    result = runs.play(ctx.spark, s, games, ctx.stage(), ctx.made, ctx.agent)
     plays = result.plays.toPandas()
     metrics = {**summarise(plays), **record.usage_metrics(plays)}
     if result.played_now:
@@ -46,7 +47,7 @@ def play(ctx: Context) -> Result:
         "kind": record.RUN_KIND,
         "run_name": run_name(s),
         "metrics": metrics,
-        record.RUN_IDENTITY: ctx.identity,
+        record.RUN_IDENTITY: ctx.run_identity.params(),
         "made_by": ctx.made,
     }
     params = record.graph_params(games.graph.path, games.graph.manifest)

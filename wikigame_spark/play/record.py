@@ -13,6 +13,7 @@ construction.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import tempfile
@@ -27,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from wikigame_spark import io, layout, tracking
+from wikigame_spark.agents.base import ModelIdentity
 from wikigame_spark.handles import GamesHandle
 from wikigame_spark.layout import GraphDir, PlaysDir
 from wikigame_spark.outcomes import SUCCESS
@@ -35,20 +37,54 @@ from wikigame_spark.summary import summarise
 
 log = logging.getLogger(__name__)
 
-# The record's MLflow params (and the plays manifest's ``run_identity``) ...
-GRAPH_URI = "graph_uri"
-GRAPH_MANIFEST_SHA1 = "graph_manifest_sha1"
-GAMES_URI = "games_uri"
-GAMES_MANIFEST_SHA1 = "games_manifest_sha1"
-GAMES_SEED = "games_seed"
-GAMES_COUNT = "games_count"
-AGENT = "agent"
-MODEL = "model"
-MODEL_DIGEST = "model_digest"
-LLM_ENGINE = "llm_engine"
-CHAT_FORMAT = "chat_format"
-PROTOCOL = "protocol"
-IDENTITY_PARAMS = (
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What a play run is of and by: graph and games by URI and manifest digest, the games' seed
+    and count, the agent, the model as the agent reports it, the protocol. Its fields are the
+    run's identity params (and the plays manifest's ``run_identity``); a resumed run must share them."""
+
+    graph_uri: str
+    graph_manifest_sha1: str
+    games_uri: str
+    games_manifest_sha1: str
+    games_seed: int
+    games_count: int
+    agent: str
+    model: str = ""
+    model_digest: str = ""
+    llm_engine: str = ""
+    chat_format: str = ""
+    protocol: str = "paper"
+
+    @classmethod
+    def of(cls, cfg, games: GamesHandle, model: ModelIdentity) -> RunIdentity:
+        """The identity of ``cfg``'s run on the opened ``games`` (at most the games there are)."""
+        return cls(
+            graph_uri=games.graph.path,
+            graph_manifest_sha1=games.graph.sha1,
+            games_uri=games.path,
+            games_manifest_sha1=games.sha1,
+            games_seed=games.seed,
+            games_count=games.count if cfg.games is None else min(cfg.games, games.count),
+            agent=cfg.agent,
+            **dataclasses.asdict(model),
+            protocol=getattr(cfg, "protocol", "") or "paper",
+        )
+
+    def params(self) -> dict[str, str | int]:
+        return dataclasses.asdict(self)
+
+    def made_by(self, options: dict, max_steps: int, seed: int) -> dict:
+        """What makes a run's plays what they are: every chunk records it, a resume must match it.
+        (Where the graph and games are is not part of it: their manifest digests are.)"""
+        made = {k: v for k, v in self.params().items() if k not in (GRAPH_URI, GAMES_URI)}
+        return {**made, "options": options, "max_steps": max_steps, "seed": seed}
+
+
+# The names of the identity params, for the readers of the record.
+IDENTITY_PARAMS = tuple(f.name for f in dataclasses.fields(RunIdentity))
+(
     GRAPH_URI,
     GRAPH_MANIFEST_SHA1,
     GAMES_URI,
@@ -61,8 +97,8 @@ IDENTITY_PARAMS = (
     LLM_ENGINE,
     CHAT_FORMAT,
     PROTOCOL,
-)
-# ... and its MLflow metrics.
+) = IDENTITY_PARAMS
+# The record's MLflow metrics.
 PROMPT_TOKENS_TOTAL = "prompt_tokens_total"
 COMPLETION_TOKENS_TOTAL = "completion_tokens_total"
 LLM_LATENCY_MEAN_S = "llm_latency_mean_s"
@@ -92,30 +128,6 @@ def graph_params(graph_dir: str, manifest: dict) -> dict:
         "graph_edges": counts.get("edges"),
         "graph_created": manifest.get("created"),
     }
-
-
-def run_identity(cfg, games: GamesHandle, model: dict) -> dict[str, str | int]:
-    """The record's identity params: graph and games by URI and manifest digest, games seed and
-    count, agent, model identity (``model``: :data:`MODEL` … :data:`CHAT_FORMAT`), protocol."""
-    available = games.count
-    return {
-        GRAPH_URI: games.graph.path,
-        GRAPH_MANIFEST_SHA1: games.graph.sha1,
-        GAMES_URI: games.path,
-        GAMES_MANIFEST_SHA1: games.sha1,
-        GAMES_SEED: games.seed,
-        GAMES_COUNT: available if cfg.games is None else min(cfg.games, available),
-        AGENT: cfg.agent,
-        **model,
-        PROTOCOL: getattr(cfg, "protocol", "") or "paper",
-    }
-
-
-def play_identity(identity: dict, options: dict, max_steps: int, seed: int) -> dict:
-    """What makes a run's plays what they are: every chunk records it, a resume must match it.
-    (Where the graph and games are is not part of it: their manifest digests are.)"""
-    made = {k: v for k, v in identity.items() if k not in (GRAPH_URI, GAMES_URI)}
-    return {**made, "options": options, "max_steps": max_steps, "seed": seed}
 
 
 def usage_metrics(plays: pd.DataFrame) -> dict:

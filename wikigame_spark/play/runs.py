@@ -2,7 +2,7 @@
 
 An interrupted run restarted with the same run name skips the chunks already written and plays
 the rest: no game is played twice and none is lost. Every chunk records what made it
-(:func:`~wikigame_spark.play.record.play_identity`: graph, games, agent, model, the options of
+(:meth:`~wikigame_spark.play.record.RunIdentity.made_by`: graph, games, agent, model, the options of
 :data:`PLAY_OPTIONS`, steps, seed), and a resume with anything different is refused, naming the
 differences. Writing and reading the run's record is :mod:`wikigame_spark.play.record`'s.
 """
@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wikigame_spark import io
-from wikigame_spark.agents.base import AgentSpec, agent_class
+from wikigame_spark.agents.base import AgentSettings, AgentSpec, agent_class
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.config import PlayConfig
 from wikigame_spark.handles import GamesHandle, GraphHandle
@@ -58,27 +58,16 @@ def default_run_name(cfg: PlayConfig) -> str:
     return "-".join(parts + [f"s{cfg.seed}", f"n{cfg.games or 'all'}"])
 
 
-def agent_settings(cfg: PlayConfig, graph: GraphHandle | None = None) -> dict:
+def agent_settings(cfg: PlayConfig, graph: GraphHandle, api_key: str = "") -> AgentSettings:
     """What the agent is built from on the workers: the shared settings it uses and its options."""
-    cache_dir = graph.cache_dir if graph is not None else cfg.cache_dir
-    shared = {"model": agent_model(cfg), "use_titles": cfg.use_titles, "seed": cfg.seed, "cache_dir": cache_dir}
-    return {**shared, **dataclasses.asdict(cfg.agent_options)}
+    return AgentSettings(
+        cfg.agent_options, agent_model(cfg) or "", cfg.use_titles, cfg.seed, graph.cache_dir, api_key=api_key
+    )
 
 
 def select_games(games: DataFrame, n: int | None) -> DataFrame:
     """The first ``n`` games by id (all for None): the same games for every agent."""
     return games if n is None else games.filter(F.col("game_id") < F.lit(n))
-
-
-def model_identity(cfg: PlayConfig, settings: dict) -> dict:
-    """The model behind the agent as the agent reports it (name, files' digest, engine, chat format)."""
-    found = agent_class(cfg.agent).identity(settings)
-    return {
-        record.MODEL: found.get(record.MODEL) or agent_model(cfg) or "",
-        record.MODEL_DIGEST: found.get(record.MODEL_DIGEST) or "",
-        record.LLM_ENGINE: found.get(record.LLM_ENGINE) or "",
-        record.CHAT_FORMAT: found.get(record.CHAT_FORMAT) or "",
-    }
 
 
 def play_options(cfg: PlayConfig) -> dict:
@@ -96,12 +85,11 @@ def play(
     games: GamesHandle,
     output: str,
     made_by: dict,
-    extra_settings: dict | None = None,
+    settings: AgentSettings,
 ) -> Played:
-    """Play every game not yet in ``output``, chunk by chunk, each chunk's manifest recording
-    ``made_by``; return the whole plays table."""
+    """Play every game not yet in ``output`` with the agent built from ``settings``, chunk by
+    chunk, each chunk's manifest recording ``made_by``; return the whole plays table."""
     graph = games.graph
-    settings = {**agent_settings(cfg, graph), **(extra_settings or {})}
     spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, graph, settings))
     table = select_games(io.read_table(spark, games.table, GAMES), cfg.games)
     chunk = (F.col("game_id") / F.lit(cfg.chunk_games)).cast("long")
