@@ -1,6 +1,7 @@
 """A game summary from a plays table (pandas, a row per game): the paper's headline numbers.
 
-Success rate p with one standard deviation √(p(1−p)/n); steps above optimal on successful games,
+Success rate p with one standard deviation √(p(1−p)/n) over the games the server answered (a
+game ending ``no_response`` says nothing of the player); steps above optimal on successful games,
 mean with its standard error; the fraction of games ending with each outcome. Every writer of a
 play run (the engine's runs, imported and browser human games) logs it, and the report reads it,
 so it sits below them all.
@@ -12,11 +13,12 @@ import math
 
 import pandas as pd
 
-from wikigame_spark.outcomes import SUCCESS
+from wikigame_spark.outcomes import SERVER_FAILURES, SUCCESS
 
 
 def success_rate(outcomes: pd.Series) -> tuple[float, float]:
-    """(p, √(p(1−p)/n)); NaN for no games."""
+    """(p, √(p(1−p)/n)) over the answered games (:data:`SERVER_FAILURES` left out); NaN for none."""
+    outcomes = outcomes[~outcomes.isin(SERVER_FAILURES)]
     n = len(outcomes)
     if n == 0:
         return math.nan, math.nan
@@ -51,6 +53,7 @@ def summarise(plays: pd.DataFrame) -> dict[str, float]:
     mean, mean_se = mean_with_se(extra)
     metrics = {
         "games": float(len(plays)),
+        "games_unanswered": float(plays["outcome"].isin(SERVER_FAILURES).sum()),
         "success_rate": p,
         "success_rate_se": p_se,
         "steps_above_optimal_mean": mean,

@@ -4,9 +4,11 @@ import os
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 
-from wikigame_spark.devtools.games import write_games
+from wikigame_spark.devtools.faulty_server import FaultyServer
+from wikigame_spark.devtools.games import small_graph, write_games
 
 ROOT = __file__.rsplit("/tests/", 1)[0]
 
@@ -27,3 +29,29 @@ def test_a_wrong_base_url_exits_2_before_any_game(ltg_graph, tmp_path, agent):
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: --base-url http://127.0.0.1:9/v1: the LLM server does not answer"), last
     assert not (tmp_path / "plays" / "part-000000").exists()
+
+
+def test_a_run_the_server_mostly_never_answered_is_an_error_not_a_measurement(tmp_path):
+    """Games whose server fails (HTTP 500, no retries) end no_response; when that is most of the
+    run, the job ends with an error naming the count, and keeps the plays."""
+    titles = ["Start good", "Alpha 500", "Beta 500", "Gamma 500", "Delta good"]
+    graph = small_graph(tmp_path, titles, [(a, b) for a in range(5) for b in range(5) if a != b])
+    games = write_games(graph, 8, seed=1, path=str(tmp_path / "games"))
+    targets = pq.read_table(f"{games}/games").column("target").to_pylist()
+    failing = sum(titles[t].endswith("500") for t in targets)
+    assert failing * 2 > len(targets)
+    with FaultyServer() as server:
+        argv = [
+            "--graph", graph, "--games-dir", games, "--output", str(tmp_path / "plays"), "--agent", "llm",
+            "--model", "any", "--base-url", server.url, "--http-retries", "0", "--max-server-failures", "0",
+        ]  # fmt: skip
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
+        code = "from jobs import play_games; from wikigame_spark import cli; cli.run(play_games.main)"
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+        )
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {failing} of 8 games ended no_response (the server never answered)"), last
+    kept = pq.read_table(str(tmp_path / "plays" / "part-000000" / "plays")).column("outcome").to_pylist()
+    assert sorted(kept) == sorted(["no_response"] * failing + ["success"] * (8 - failing))

@@ -48,7 +48,7 @@ def labelled(spark):
         won = rng.random(n) < p_win
         optimal = rng.integers(2, 6, n)
         steps = optimal + rng.integers(0, 12, n)
-        outcomes = np.where(won, "success", rng.choice(["dead_end", "step_limit", "hallucination"], n))
+        outcomes = np.where(won, "success", rng.choice(["dead_end", "step_limit", "hallucination", "no_response"], n))
         rows += plays_rows(label, graph, run, outcomes.tolist(), steps.tolist(), optimal.tolist())
     extra = [("label", StringType()), ("graph", StringType()), ("run_id", StringType()), ("max_steps", IntegerType())]
     schema = StructType(PLAYS.fields + [StructField(name, kind) for name, kind in extra])
@@ -61,11 +61,13 @@ def test_success_rate_and_its_error_follow_the_formula(labelled):
     agg = tables.aggregate(df)
     success = tables.success_table(agg.groups)
     assert len(success) == 3
+    unanswered = agg.groups.set_index(["label", "graph"])["unanswered"]
     for _, r in success.iterrows():
         rows = pdf[(pdf.label == r.label) & (pdf.graph == r.graph)]
-        n, k = len(rows), int((rows.outcome == "success").sum())
+        # a game the server never answered says nothing of the player: out of the denominator
+        n, k = int((rows.outcome != "no_response").sum()), int((rows.outcome == "success").sum())
         p = k / n
-        assert r.games == n and r.successes == k
+        assert r.games == n and r.successes == k and 0 < unanswered[r.label, r.graph] == len(rows) - n
         assert r.success_rate == pytest.approx(p)
         assert r.success_rate_sd == pytest.approx(math.sqrt(p * (1 - p) / n))
         assert (r.success_rate, r.success_rate_sd) == pytest.approx(summary.success_rate(rows.outcome))

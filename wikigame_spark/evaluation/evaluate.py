@@ -180,6 +180,7 @@ def evaluate(
     plumbing = {r.label for r in runs if r.plumbing}
     players = lambda df: df[~df[tables.LABEL].isin(plumbing)].reset_index(drop=True)  # noqa: E731
     player_plays = plays.filter(~F.col(tables.LABEL).isin(sorted(plumbing))) if plumbing else plays
+    player_plays = player_plays.filter(tables.answered())  # a game the server never answered is no play
     success = tables.success_table(players(agg.groups))
     labels, graphs = tables.label_order(success), tables.graph_order(success)
     steps = tables.steps_table(players(agg.groups))
@@ -206,6 +207,14 @@ def evaluate(
     if empty:
         notes.append(f"runs with no plays: {', '.join(empty)}")
     notes += comparability_notes(runs)
+    unanswered = players(agg.groups)
+    unanswered = unanswered[unanswered[tables.UNANSWERED] > 0]
+    if len(unanswered):
+        counts = ", ".join(f"{r[tables.LABEL]} {int(r[tables.UNANSWERED])}" for _, r in unanswered.iterrows())
+        notes.append(
+            f"games the server never answered (no_response), left out of success rates, steps and fits "
+            f"(the outcome breakdown counts them): {counts}"
+        )
     route_tables = routes.Routes()
     if distance_profiles:
         players_runs = [r for r in runs if not r.plumbing]

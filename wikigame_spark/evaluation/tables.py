@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wikigame_spark.document import is_missing, rounded
-from wikigame_spark.outcomes import SUCCESS
+from wikigame_spark.outcomes import SERVER_FAILURES, SUCCESS
 from wikigame_spark.schemas import AGENT, MODEL, OUTCOME, STEPS, require_columns
 
 LABEL = "label"
@@ -28,8 +28,9 @@ MAX_STEPS = "max_steps"  # the run's step limit; null when there is none (human 
 GROUP = [LABEL, GRAPH]
 EXTRA = "extra_steps"
 LIMIT = "limit"  # the largest extra a game could succeed with: max_steps − optimal_steps
-GAMES = "games"
+GAMES = "games"  # the games the server answered: a success rate's denominator
 SUCCESSES = "successes"
+UNANSWERED = "unanswered"  # games ending in a server failure (no_response), left out of GAMES
 
 # What the report adds to PLAYS rows before they get here.
 LABELLED_COLUMNS = [LABEL, GRAPH, RUN_ID, MAX_STEPS, AGENT, MODEL, OUTCOME, STEPS, "optimal_steps"]
@@ -39,10 +40,15 @@ LABELLED_COLUMNS = [LABEL, GRAPH, RUN_ID, MAX_STEPS, AGENT, MODEL, OUTCOME, STEP
 class Aggregates:
     """Everything the tables, fits and figures need, small enough to collect."""
 
-    groups: pd.DataFrame  # label, graph, runs, games, successes, extra_mean, extra_sd, steps_mean
+    groups: pd.DataFrame  # label, graph, runs, games, unanswered, successes, extra_mean, extra_sd, steps_mean
     outcomes: pd.DataFrame  # label, graph, outcome, games
     extra: pd.DataFrame  # label, graph, extra_steps, limit (NaN = no limit), games — successes only
     per_run: pd.DataFrame  # run_id, games
+
+
+def answered():
+    """The games the server answered (a column): every outcome but :data:`SERVER_FAILURES`."""
+    return ~F.col(OUTCOME).isin(*SERVER_FAILURES)
 
 
 def aggregate(plays: DataFrame) -> Aggregates:
@@ -56,11 +62,12 @@ def aggregate(plays: DataFrame) -> Aggregates:
             plays.groupBy(*GROUP)
             .agg(
                 F.countDistinct(RUN_ID).alias("runs"),
-                F.count(F.lit(1)).alias(GAMES),
+                F.count(F.when(answered(), 1)).alias(GAMES),
+                F.count(F.when(~answered(), 1)).alias(UNANSWERED),
                 F.sum(won.cast("long")).alias(SUCCESSES),
                 F.avg(F.when(won, extra)).alias("extra_mean"),
                 F.stddev_samp(F.when(won, extra)).alias("extra_sd"),
-                F.avg(STEPS).alias("steps_mean"),
+                F.avg(F.when(answered(), F.col(STEPS))).alias("steps_mean"),
             )
             .toPandas()
         )

@@ -9,7 +9,9 @@ import os
 
 from wikigame_spark import io
 from wikigame_spark.agents.base import add_option_flags, agent_class, load_play_config
+from wikigame_spark.agents.llm_client import ServerUnreachable
 from wikigame_spark.config import PlayConfig
+from wikigame_spark.outcomes import NO_RESPONSE, SERVER_FAILURES
 from wikigame_spark.play import record, runs
 from wikigame_spark.runner import GAMES, GRAPH, Context, Input, Job, Output, Result
 from wikigame_spark.schemas import NODES
@@ -38,6 +40,13 @@ def play(ctx: Context) -> Result:
     games = ctx.inputs["games_dir"]
     result = runs.play(ctx.spark, s, games, ctx.stage(), ctx.made, ctx.agent)
     plays = result.plays.toPandas()
+    unanswered = int(plays["outcome"].isin(SERVER_FAILURES).sum())
+    if unanswered * 2 > len(plays):
+        raise ServerUnreachable(
+            f"{unanswered} of {len(plays)} games ended {NO_RESPONSE} (the server never answered): the run "
+            f"measures the server, not the model; its plays stay unfinished in {result.output}; make the server "
+            "answer (--base-url, --timeout, --concurrency) and play again under another --run-name"
+        )
     metrics = {**summarise(plays), **record.usage_metrics(plays)}
     if result.played_now:
         metrics["games_per_second"] = result.played_now / result.seconds
