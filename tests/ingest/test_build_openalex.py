@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -118,3 +120,23 @@ def test_bad_flags_fail_at_load(capsys):
     assert code == 2 and "'Physic'" in out.err and "Physics and Astronomy" in out.err
     code, out = run_cli(["--input", SNAPSHOT, "--output", "x"], capsys)
     assert code == 2 and "--field" in out.err
+
+
+def test_a_snapshot_from_the_generators_command_line_builds_a_playable_graph(tmp_path):
+    """The documented command (run from another folder) writes a clean snapshot: every work of a
+    field is a node, only older versions and other fields are dropped, and the graph has games."""
+    root = tmp_path / "snapshot"
+    argv = [str(root), "--works", "600", "--field", "Mathematics", "--field", "Physics", "--seed", "3"]
+    code = "import sys; from wikigame_spark.devtools import openalexgen; sys.exit(openalexgen.main(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", code, *argv], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1].startswith(f"openalexgen: wrote {root} (6 files, ")
+    files = [("/".join(p.parts[-2:]), str(p)) for p in sorted((root / "data" / "jsonl" / "works").glob("*/*.gz"))]
+    expected = expected_graphs(files, ["Mathematics"])
+    assert set(expected.dropped) <= {"duplicate", "other_field"}
+    out = tmp_path / "graphs"
+    assert build_openalex.main(["--input", str(root), "--field", "Mathematics", "--output", str(out)]) == 0
+    nodes, edges, manifest = read_graph(out / "mathematics")
+    assert nodes == expected.nodes["Mathematics"] and edges == expected.edges["Mathematics"]
+    assert len(nodes) > 250 and len(edges) > len(nodes)  # about half the works, cited among themselves
+    assert manifest["records"] == expected.accounting("Mathematics") | {"kept": len(nodes)}

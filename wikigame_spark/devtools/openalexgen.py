@@ -11,10 +11,15 @@ damaged, and the layout and manifest follow the public bucket: the Redshift ``ma
 Decisions per work come from numpy arrays drawn from the seed, and each part file is written
 from those alone, so files can be written by parallel processes and the result never depends
 on how many.
+
+A command line makes a bigger snapshot than the real sample for a user (docs/data.md)::
+
+    python -m wikigame_spark.devtools.openalexgen OUT --works 200000 --layout jsonl --processes 2
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 import gzip
 import json
@@ -97,6 +102,7 @@ class Spec:
     abstract_pool: int = 64
     parquet_abstract_as_json: bool = False
     extra_files: tuple[tuple[str, str], ...] = field(default=())  # (partition, path of a real part file)
+    template: str = TEMPLATE_2025  # the real work record (an OpenAlex API response) every line is made from
 
 
 def work_id(i: int) -> str:
@@ -206,7 +212,7 @@ class Writer:
 
     def __init__(self, plan: Plan):
         self.plan = plan
-        with open(TEMPLATE_2025, encoding="utf-8") as f:
+        with open(plan.spec.template, encoding="utf-8") as f:
             self.template = json.load(f)
         self.variants = _template_variants(self.template)
         words = _abstract_words(self.template)
@@ -654,3 +660,48 @@ def expected_graphs(files: list[tuple[str, str]], fields: list[str], include_xpa
 
 def generated_files(gen: Generated) -> list[tuple[str, str]]:
     return [("/".join(f["path"].split(os.sep)[-2:]), f["path"]) for f in gen.files]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write a snapshot in the real schema for ``build_openalex --input`` (clean: every work usable)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m wikigame_spark.devtools.openalexgen",
+        description="An OpenAlex works snapshot in the real 2025 schema, made from one real work record.",
+    )
+    parser.add_argument("output", help="the snapshot folder to write (pass it as build_openalex --input)")
+    parser.add_argument("--works", type=int, default=Spec.works, help="works to generate (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="the same seed writes the same files")
+    parser.add_argument("--layout", choices=("legacy", "jsonl", "parquet"), default="jsonl", help="default %(default)s")
+    parser.add_argument("--field", action="append", help="a field of the works (repeat; default: four fields)")
+    parser.add_argument("--files-per-partition", type=int, default=Spec.files_per_partition)
+    parser.add_argument("--processes", type=int, default=1, help="files written in parallel (same result)")
+    parser.add_argument("--template", default=TEMPLATE_2025, help="a real work record, e.g. api.openalex.org/works/W…")
+    parser.add_argument("--damaged", action="store_true", help="as the real snapshot: damaged lines, unusable works")
+    args = parser.parse_args(argv)
+    if args.works <= 0 or args.files_per_partition <= 0 or args.processes <= 0:
+        parser.error("--works, --files-per-partition and --processes must be positive")
+    if not os.path.isfile(args.template):
+        parser.error(f"--template {args.template}: not found (save a work from https://api.openalex.org/works/W…)")
+    fields = tuple(args.field or Spec.fields)
+    clean = {} if args.damaged else {
+        "p_wrong_type": 0.0, "p_no_title": 0.0, "p_no_abstract": 0.0, "p_no_language": 0.0, "p_no_topic": 0.0,
+        "p_xpac": 0.0, "malformed_per_file": 0, "mistyped_per_file": 0,
+    }  # fmt: skip
+    spec = Spec(
+        works=args.works,
+        seed=args.seed,
+        layout=args.layout,
+        fields=fields,
+        field_weights=(1.0,) * len(fields) if args.field else Spec.field_weights,
+        files_per_partition=args.files_per_partition,
+        template=args.template,
+        **clean,
+    )
+    made = generate(args.output, spec, args.processes)
+    records = sum(f["records"] for f in made.files)
+    print(f"openalexgen: wrote {made.root} ({len(made.files)} files, {records} records; manifest {made.manifest})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
