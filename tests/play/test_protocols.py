@@ -2,18 +2,26 @@
 agents, the --protocol presets, the LLM's view of visited pages, and --protocol llm-wikirace end
 to end on the real Latgalian graph (sample → play → report)."""
 
+import contextlib
 import json
 import os
+import subprocess
+import sys
+import time
+import urllib.request
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from mlflow.tracking import MlflowClient
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from jobs import play_games, sample_games
 from jobs import report as report_job
-from wikigame_spark import io
+from tests.human.server import chromium, free_port
+from wikigame_spark import io, tracking
 from wikigame_spark.agents.base import Agent, AgentSettings, Choice, load_play_config
 from wikigame_spark.agents.llm import LlmAgent
 from wikigame_spark.config import ConfigError, SampleGamesConfig, load_config
@@ -274,3 +282,83 @@ def test_report_has_bands_loops_and_a_protocol_column(spark, study):
     assert text.count("| agent | protocol |") >= 5
     summary = json.loads(open(os.path.join(study["report"], "report.json"), encoding="utf-8").read())
     assert {"figures/bands_success_steps.png", "figures/loops.png"} <= set(summary["figures"])
+
+
+@contextlib.contextmanager
+def mlflow_server(uri: str):
+    """``mlflow server`` on the store ``uri``, on a free port of 127.0.0.1, until the block ends."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri]
+    server = subprocess.Popen(
+        [*cmd, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(240):
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=2).read()
+                break
+            except OSError:
+                assert server.poll() is None, "mlflow server exited"
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+@pytest.mark.browser
+def test_the_mlflow_ui_compares_the_runs(study, tmp_path):
+    """The study's runs as a person compares them: ``mlflow server`` on its store, headless
+    Chromium on the page the report names. The runs list opens with the study's columns (the
+    dataset, the tags runs are grouped by, the headline metrics); a play run shows its own
+    agent's options only; its figure and summary table preview among its artifacts."""
+    client = MlflowClient(study["uri"])
+    experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    tfidf = io.read_manifest(None, study["plays"]["tfidf", "paper"])["mlflow_run_id"]
+    with mlflow_server(study["uri"]) as url:
+        browser = chromium(args=("--window-size=3200,1200",))
+        try:
+            browser.get(f"{url}/{tracking.runs_page(experiment)}")
+            headers = lambda: [h.text for h in browser.find_elements(By.CSS_SELECTOR, "[role=columnheader]")]  # noqa: E731
+            WebDriverWait(browser, 120).until(lambda _: "success_rate" in headers())
+            browser.save_screenshot(str(tmp_path / "runs.png"))
+            assert "/runs" in browser.current_url
+            shown = set(headers())
+            assert {"Dataset", "stage", "graph", "agent", "model", "protocol", "games", "success_rate"} <= shown
+            text = browser.find_element(By.TAG_NAME, "body").text
+            for name in ("tfidf-s0-nall", "tfidf-llm-wikirace-s0-nall", "random-llm-wikirace-s0-nall", "report"):
+                assert name in text, name
+            assert "ltgwiki games seed=3 n=24" in text  # the games set is each play run's dataset
+
+            browser.get(f"{url}/#/experiments/{experiment}/runs/{tfidf}?workflowType=machine_learning")
+            WebDriverWait(browser, 120).until(lambda b: "tfidf_sample_size" in b.find_element(By.TAG_NAME, "body").text)
+            text = browser.find_element(By.TAG_NAME, "body").text
+            browser.save_screenshot(str(tmp_path / "run.png"))
+            assert "success_rate" in text and "graph_manifest_sha1" in text
+            assert "base_url" not in text and "top_k" not in text  # other agents' options stay out
+
+            artifacts = f"{url}/#/experiments/{experiment}/runs/{tfidf}/artifacts"
+            browser.get(f"{artifacts}/success_by_optimal_steps.png?workflowType=machine_learning")
+            image = WebDriverWait(browser, 120).until(
+                lambda b: next(
+                    (
+                        i
+                        for i in b.find_elements(By.TAG_NAME, "img")
+                        if (i.get_attribute("src") or "").startswith("blob:") and i.get_property("naturalWidth")
+                    ),
+                    None,
+                )
+            )
+            browser.save_screenshot(str(tmp_path / "figure.png"))
+            assert image.get_property("naturalWidth") > 300  # the figure, fetched as the artifact (a blob)
+            for name, shown in (("summary_by_optimal_steps.json", "success_rate"), ("sample_routes.md", "→")):
+                browser.find_element(By.XPATH, f"//*[text()='{name}']").click()  # the artifact tree
+                WebDriverWait(browser, 120).until(
+                    lambda b, shown=shown: shown in b.find_element(By.TAG_NAME, "body").text
+                )
+                browser.save_screenshot(str(tmp_path / f"{name}.png"))
+        finally:
+            browser.quit()

@@ -69,6 +69,7 @@ def report(ctx: Context) -> Result:
     else:
         for rel, data in files.items():
             io.write_bytes(ctx.spark, layout.join(staging, rel), data)
+    log.info("report: compare the runs in the MLflow UI: %s", tracking.ui_hint(ctx.run.info.experiment_id))
     best = ev.success.sort_values("success_rate", ascending=False).iloc[0]
     figures = sum(k.startswith("figures/") for k in files)
     summary = (
