@@ -84,14 +84,17 @@ browser:
 # Everything: the installs side by side (Chromium's while pip installs, Maven's jars after), then the
 # suite while llama-server compiles beside it at the lowest CPU priority, so the build takes only
 # the cores the tests leave idle. The tests marked llm_build run last and wait for the build's exit
-# status in the file that WIKIGAME_LLAMA_BUILD_STATUS names (tests/conftest.py).
+# status in the file that WIKIGAME_LLAMA_BUILD_STATUS names (tests/conftest.py). Two pytest workers
+# take a test file each at a time (a file's fixtures stay in one process): much of the suite waits
+# on JVMs starting, servers and browsers, which the other worker's tests fill.
+TEST_WORKERS ?= 2
 LLAMA_BUILD_STATUS := $(CURDIR)/.cache/llama-server.status
 test:
 	@$(MAKE) --no-print-directory -j3 install browser
 	@mkdir -p .cache && rm -f $(LLAMA_BUILD_STATUS); \
 	  ( nice -n 19 $(MAKE) --no-print-directory llama-server > .cache/llama-server-make.log 2>&1; \
 	    echo $$? > $(LLAMA_BUILD_STATUS).tmp && mv $(LLAMA_BUILD_STATUS).tmp $(LLAMA_BUILD_STATUS) ) & build=$$!; \
-	  WIKIGAME_LLAMA_BUILD_STATUS=$(LLAMA_BUILD_STATUS) $(PY) -m pytest -q tests; status=$$?; \
+	  WIKIGAME_LLAMA_BUILD_STATUS=$(LLAMA_BUILD_STATUS) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests; status=$$?; \
 	  wait $$build; exit $$status
 
 # The inner loop before each commit (docs/contributing.md): lint, then the tests that need no

