@@ -84,10 +84,10 @@ browser:
 # Everything: the installs side by side (Chromium's while pip installs, Maven's jars after), then the
 # suite while llama-server compiles beside it at the lowest CPU priority, so the build takes only
 # the cores the tests leave idle. The tests marked llm_build run last and wait for the build's exit
-# status in the file that WIKIGAME_LLAMA_BUILD_STATUS names (tests/conftest.py). Two pytest workers
-# take a test file each at a time (a file's fixtures stay in one process): much of the suite waits
-# on JVMs starting, servers and browsers, which the other worker's tests fill.
-TEST_WORKERS ?= 2
+# status in the file that WIKIGAME_LLAMA_BUILD_STATUS names (tests/conftest.py). TEST_WORKERS=N runs
+# N pytest workers, a test file each at a time; on 2 cores one process is faster, since the build
+# then gets the cores the tests leave idle (docs/contributing.md).
+TEST_WORKERS ?= 0
 LLAMA_BUILD_STATUS := $(CURDIR)/.cache/llama-server.status
 test:
 	@$(MAKE) --no-print-directory -j3 install browser
