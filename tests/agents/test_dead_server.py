@@ -1,16 +1,11 @@
 """A dead or wrong LLM server is the user's to fix: the real job stops before any game, exit 2."""
 
-import os
-import subprocess
-import sys
-
 import pyarrow.parquet as pq
 import pytest
 
+from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph, write_games
-
-ROOT = __file__.rsplit("/tests/", 1)[0]
 
 
 @pytest.mark.parametrize("agent", ["llm", "likelihood"])
@@ -20,13 +15,7 @@ def test_a_wrong_base_url_exits_2_before_any_game(ltg_graph, tmp_path, agent):
         "--graph", ltg_graph, "--games-dir", games, "--output", str(tmp_path / "plays"),
         "--agent", agent, "--model", "gemma-3-270m", "--base-url", "http://127.0.0.1:9/v1",
     ]  # fmt: skip
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
-    code = "from jobs import play_games; from wikigame_spark import cli; cli.run(play_games.main)"
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 2, done.stderr[-2000:]
-    last = done.stderr.strip().splitlines()[-1]
+    last = run_job("play_games", *argv, env=job_env(f"sqlite:///{tmp_path}/mlflow.db")).refused()
     assert last.startswith("error: --base-url http://127.0.0.1:9/v1: the LLM server does not answer"), last
     assert not (tmp_path / "plays" / "part-000000").exists()
 
@@ -45,13 +34,7 @@ def test_a_run_the_server_mostly_never_answered_is_an_error_not_a_measurement(tm
             "--graph", graph, "--games-dir", games, "--output", str(tmp_path / "plays"), "--agent", "llm",
             "--model", "any", "--base-url", server.url, "--http-retries", "0", "--max-server-failures", "0",
         ]  # fmt: skip
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
-        code = "from jobs import play_games; from wikigame_spark import cli; cli.run(play_games.main)"
-        done = subprocess.run(
-            [sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-        )
-    assert done.returncode == 2, done.stderr[-2000:]
-    last = done.stderr.strip().splitlines()[-1]
+        last = run_job("play_games", *argv, env=job_env(f"sqlite:///{tmp_path}/mlflow.db")).refused()
     assert last.startswith(f"error: {failing} of 8 games ended no_response (the server never answered)"), last
     kept = pq.read_table(str(tmp_path / "plays" / "part-000000" / "plays")).column("outcome").to_pylist()
     assert sorted(kept) == sorted(["no_response"] * failing + ["success"] * (8 - failing))
