@@ -54,21 +54,29 @@ def wait_for_llama_build(status_path: str) -> None:
         pytest.fail(f"make llama-server failed (exit status {status}); see {log}")
 
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+SESSION_CONF = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "4g",
+}
+
+
+def suite_session():
+    """The one local SparkSession of the run (tests and the jobs they run in this process)."""
+    import tempfile
+
     from wikigame_spark.session import build_session
 
-    session = build_session(
-        "wikigame-tests",
-        master="local[2]",
-        conf={
-            "spark.sql.shuffle.partitions": "4",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.memory": "4g",
-        },
-    )
-    session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
+    session = build_session("wikigame-tests", master="local[2]", conf=SESSION_CONF)
+    if session.sparkContext.getCheckpointDir() is None:
+        session.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="wikigame-checkpoints-"))
+    return session
+
+
+@pytest.fixture(scope="session")
+def spark():
+    session = suite_session()
     yield session
     session.stop()
 

@@ -8,6 +8,7 @@ from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph, write_games
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("agent", ["llm", "likelihood"])
 def test_a_wrong_base_url_exits_2_before_any_game(ltg_graph, tmp_path, agent):
     games = write_games(ltg_graph, 2, seed=5, path=str(tmp_path / "games"))
@@ -20,6 +21,7 @@ def test_a_wrong_base_url_exits_2_before_any_game(ltg_graph, tmp_path, agent):
     assert not (tmp_path / "plays" / "part-000000").exists()
 
 
+@pytest.mark.slow
 def test_a_run_the_server_mostly_never_answered_is_an_error_not_a_measurement(tmp_path):
     """Games whose server fails (HTTP 500, no retries) end no_response; when that is most of the
     run, the job ends with an error naming the count, and keeps the plays."""

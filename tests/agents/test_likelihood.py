@@ -58,6 +58,7 @@ def settings(url, model, **extra):
     return LikelihoodAgent.configure(**{"model": model, "base_url": url, "timeout": 120, "seed": 1, **extra})
 
 
+@pytest.mark.slow
 def test_scores_are_the_models_log_probs(llama, graph):
     prefix = prompts.likelihood_prefix("Rēzne", SUMMARY, "Start")
     titles = TITLES[1:]
@@ -92,6 +93,7 @@ def test_a_server_without_prompt_log_probs_is_refused(graph):
         LikelihoodAgent.identity(settings(server.url, "any"))
 
 
+@pytest.mark.slow
 def test_constrained_replies_are_offered_titles(llama, graph):
     extra = {"constrained": "grammar", "max_tokens": 48, "max_retries": 0, "timeout": 900}
     agent = LlmAgent(graph, settings(llama.base_url, llama.model, **extra), {})

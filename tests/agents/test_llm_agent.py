@@ -126,6 +126,7 @@ def test_games_the_server_never_answers_stop_the_agent(graph):
         play(agent, graph)
 
 
+@pytest.mark.slow
 def test_in_flight_requests_are_bounded_by_the_servers_slots(graph):
     with FaultyServer(latency=0.2, slots=2) as server:
         agent = LlmAgent(graph, settings(server.url, concurrency=8, timeout=5), {})

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.graph.graphs import adjacency_of, plain_bfs, union_graph
 from wikigame_spark.graph import bfs, frame
 from wikigame_spark.graph.reach import NO_PATH
 
 
+@pytest.mark.slow
 def test_union_graph_pairs_match_plain_bfs(spark, union_dir):
     nodes, edges, offsets = union_graph()
     g = frame.read_graph(spark, union_dir)

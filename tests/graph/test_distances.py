@@ -10,6 +10,7 @@ from wikigame_spark.graph import frame
 from wikigame_spark.graph.distances import GRAPHFRAMES, LOCAL, choose_method, local_bytes, pair_distances
 
 
+@pytest.mark.slow
 def test_graphframes_method_on_latgalian_wikipedia_matches_plain_bfs(spark, ltg_graph):
     nodes, edges, _ = parquet_graph(ltg_graph)
     adj = adjacency_of(edges)
@@ -27,6 +28,7 @@ def test_graphframes_method_on_latgalian_wikipedia_matches_plain_bfs(spark, ltg_
     assert gf.giant_size == local.giant_size > 100
 
 
+@pytest.mark.slow
 def test_both_methods_answer_alike_on_sparse_ids_with_a_target_filter(spark, union_dir):
     """Ranks to ids (ids are not 0…N−1), target filtering, largest SCC and reason codes agree."""
     g = frame.read_graph(spark, union_dir)

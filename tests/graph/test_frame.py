@@ -29,6 +29,7 @@ def test_degrees_include_nodes_without_links(spark, tmp_path):
     assert got == {0: (2, 2), 1: (1, 1), 2: (2, 1), 3: (0, 1), 9: (0, 0)}
 
 
+@pytest.mark.slow
 def test_weak_components_of_the_union_graph(spark, union_dir):
     nodes, _edges, offsets = union_graph()
     g = frame.read_graph(spark, union_dir)
@@ -83,6 +84,7 @@ def expected_partition(nodes, groups) -> set[frozenset[int]]:
     return {frozenset(g) for g in groups} | {frozenset([n]) for n in nodes if n not in together}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [f[0] for f in FAMILIES] + ["bowtie"])
 def test_strong_components_of_known_graphs(spark, tmp_path, name):
     if name == "bowtie":
@@ -102,6 +104,7 @@ def test_strong_components_of_known_graphs(spark, tmp_path, name):
     assert sizes[0]["size"] == max(len(p) for p in partition(labels))
 
 
+@pytest.mark.slow
 def test_strong_components_of_latgalian_wikipedia(spark, ltg_graph):
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components

@@ -61,6 +61,7 @@ def test_any_order_of_rows_and_files_gives_the_same_files(tmp_path):
         assert open(f"{folders[0]}/{name}", "rb").read() == open(f"{folders[1]}/{name}", "rb").read(), name
 
 
+@pytest.mark.slow
 def test_every_agent_plays_the_same_routes_on_the_mapped_latgalian_graph(spark, ltg_graph, tmp_path):
     """Each agent on the mapped graph (and the mapped matrix) and on the graph read into memory
     (and the Parquet cache read whole, as before): the same route in every game."""
@@ -149,6 +150,7 @@ def measured(graph_uri: str, matrix_uri: str, games: list[dict], layout: str) ->
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_workers_memory_does_not_grow_with_the_graph(spark, tmp_path):
     """Two graphs 20× apart: the mapped worker's own memory grows alike (the files are shared page
     cache), while loading the graph into the worker grows with the graph."""
@@ -237,6 +239,7 @@ sys.stdin.readline()  # holds the copy until told to end
 """
 
 
+@pytest.mark.slow
 def test_node_local_copies_no_live_process_uses_are_removed(spark, tmp_path, monkeypatch):
     """A new copy removes older ones whose processes have ended, never one a live process maps."""
     from tests.s3server import CREDENTIALS, s3_server

@@ -139,6 +139,7 @@ def test_targets_where_and_target_language(spark, ltg_graph, tmp_path):
     assert all(d == (t - s) % 6 for s, t, d in zip(games["source"], games["target"], games["optimal_steps"]))
 
 
+@pytest.mark.slow
 def test_largest_scc_with_strata_on_latgalian_wikipedia(spark, ltg_graph):
     """LLM-WikiRace's setting: sources and targets in the largest SCC, three difficulty bands."""
     from scipy.sparse import csr_matrix
@@ -172,6 +173,7 @@ def test_too_few_reachable_pairs_is_a_clear_error(spark, tmp_path):
         sample_games(g.nodes, g.edges, cfg)
 
 
+@pytest.mark.slow
 def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spark, ltg_graph, tmp_path):
     """The job in this process (local[2]) and by a flag-less spark-submit on local[1] (GraphFrames
     from spark-defaults' spark.jars), both with the GraphFrames method, and the stage with the local
@@ -219,6 +221,7 @@ def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spa
         job.main([*common, "--output", out2])
 
 
+@pytest.mark.slow
 def test_the_jobs_local_method_makes_the_mapped_files_under_cache_dir(spark, ltg_graph, tmp_path):
     """--cache-dir (a graph directory that is read-only to this user): the mapped files go there,
     and the games are those of the stage on collected columns."""

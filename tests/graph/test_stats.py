@@ -14,6 +14,7 @@ from wikigame_spark.graph.distances import pair_distances
 from wikigame_spark.graph.stats import components, random_pair_distances, reach_curve, table1
 
 
+@pytest.mark.slow
 def test_table1_by_hand(spark, tmp_path):
     # 0→1→2→0 cycle; 3→0 (3: links out, none in = unreachable); 1→4 (4: dead end); 5 isolated.
     titles = ["Aa", "Bbbb", "Č", "Dddddd", "Ee", "F"]
@@ -47,6 +48,7 @@ def test_reach_curve_by_hand():
     assert empty["reachable"] == 0 and empty["fraction_within_steps"] == [0.0]
 
 
+@pytest.mark.slow
 def test_random_pairs_are_seeded_and_distinct(spark, union_dir):
     g = frame.read_graph(spark, union_dir)
     oracle = pair_distances(g.nodes, g.edges, method="local")
@@ -58,6 +60,7 @@ def test_random_pairs_are_seeded_and_distinct(spark, union_dir):
     assert not np.any(a == 0)  # source ≠ target
 
 
+@pytest.mark.slow
 def test_graph_stats_job_on_latgalian_wikipedia(spark, ltg_graph, tmp_path, mlflow_tmp):
     import mlflow
 

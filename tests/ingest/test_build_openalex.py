@@ -44,6 +44,7 @@ def snapshot(tmp_path_factory):
     return generate(str(root / "snapshot"), spec)
 
 
+@pytest.mark.slow
 def test_job_builds_one_graph_per_field(snapshot, tmp_path, capsys):
     out = str(tmp_path / "graphs")
     args = ["--input", snapshot.root, "--output", out, "--language", "en"]
@@ -122,6 +123,7 @@ def test_bad_flags_fail_at_load(capsys):
     assert code == 2 and "--field" in out.err
 
 
+@pytest.mark.slow
 def test_a_snapshot_from_the_generators_command_line_builds_a_playable_graph(tmp_path):
     """The documented command (run from another folder) writes a clean snapshot: every work of a
     field is a node, only older versions and other fields are dropped, and the graph has games."""

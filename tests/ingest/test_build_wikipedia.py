@@ -68,6 +68,7 @@ def test_latgalian_links_verified_by_hand(spark, ltg_graph):
     assert summary.startswith("Anna Rancāne") and "[[" not in summary and "'''" not in summary
 
 
+@pytest.mark.slow
 def test_rebuild_is_identical(spark, ltg_graph, tmp_path):
     out = str(tmp_path / "again")
     assert build_wikipedia.main(["--input", LTG, "--output", out]) == 0
@@ -93,6 +94,7 @@ def test_failed_run_leaves_nothing(tmp_path):
     assert not out.exists() and not glob.glob(f"{out}*")
 
 
+@pytest.mark.slow
 def test_english_head_and_truncated_bengali(spark, tmp_path):
     en = str(tmp_path / "en")
     assert build_wikipedia.main(["--input", ENWIKI, "--output", en]) == 0
@@ -109,6 +111,7 @@ def test_english_head_and_truncated_bengali(spark, tmp_path):
     assert "722 complete pages" in m["counts"]["problems"][0] and m["language"] == "bn"
 
 
+@pytest.mark.slow
 def test_multistream_input_gives_the_same_graph(spark, ltg_graph, tmp_path):
     xml = bz2.decompress(open(LTG, "rb").read())
     dump, _ = write_multistream(xml, str(tmp_path), "ltgwiki-20170901", pages_per_stream=100)

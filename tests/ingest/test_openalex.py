@@ -72,6 +72,7 @@ def test_abstract_expression_agrees_with_the_python_rules(spark):
     assert got == {i: rebuild_abstract(c) for i, c in enumerate(cases)}
 
 
+@pytest.mark.slow
 def test_generated_snapshot_matches_the_independent_computation(spark, tmp_path):
     spec = Spec(works=700, seed=11, p_legacy_abstract=0.1, malformed_per_file=3, p_duplicate=0.15)
     gen = generate(str(tmp_path / "snap"), spec)
@@ -98,6 +99,7 @@ def test_generated_snapshot_matches_the_independent_computation(spark, tmp_path)
     assert {p["reason"] for p in result.problems} == {"malformed_json", "malformed_record"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["auto", "spark"])
 @pytest.mark.parametrize("abstract_as_json", [False, True])
 def test_parquet_layout_reads_directly(spark, tmp_path, abstract_as_json, reader):
@@ -121,6 +123,7 @@ def test_xpac_works_are_kept_on_request(spark, tmp_path):
     assert_matches(result, exp, ["Medicine"])
 
 
+@pytest.mark.slow
 def test_real_2021_part_loads_and_its_abstracts_rebuild(spark, tmp_path):
     partition = os.path.dirname(PART_2021)
     plan, result = build(spark, partition, ["Medicine"])

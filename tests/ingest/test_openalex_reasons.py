@@ -5,13 +5,11 @@ import copy
 import gzip
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from jobs import build_openalex
-from tests.conftest import ROOT
+from tests.jobs.jobrun import Finished, job_env, run_job
 from wikigame_spark.devtools.openalexgen import PART_2023, TEMPLATE_2025, write_manifest
 from wikigame_spark.ingest.openalex_records import DROP_REASONS
 
@@ -82,21 +80,21 @@ def test_every_record_reason_is_counted(spark, tmp_path):
     assert records == {"read": 12, "kept": 1, "dropped": dict.fromkeys(DROP_REASONS, 1)}
 
 
-def run(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "jobs/build_openalex.py", *argv], cwd=ROOT, capture_output=True, text=True, timeout=900
-    )
+def run(tmp_path, argv: list[str], process: bool = False) -> Finished:
+    return run_job("build_openalex", *argv, env=job_env(f"sqlite:///{tmp_path}/m.db"), process=process)
 
 
-def last_line(run: subprocess.CompletedProcess) -> str:
-    return run.stderr.strip().splitlines()[-1]
+def last_line(run: Finished) -> str:
+    return run.err.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_text_file_is_an_error_not_an_empty_graph(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("These are my notes, not a snapshot.\n")
-    done = run(["--input", str(text), "--field", FIELD, "--output", str(tmp_path / "g")])
-    assert done.returncode == 2, done.stderr[-2000:]
+    # A process of its own: the line must start a line of the log even after Spark's progress bar.
+    done = run(tmp_path, ["--input", str(text), "--field", FIELD, "--output", str(tmp_path / "g")], process=True)
+    assert done.rc == 2, done.err[-2000:]
     assert "every one of the 1 records read was rejected (malformed_json 1)" in last_line(done)
     assert not (tmp_path / "g" / "decision-sciences").exists()
 
@@ -106,18 +104,19 @@ def test_a_snapshot_from_before_topics_names_the_snapshot_to_use(tmp_path):
     with gzip.open(PART_2023, "rt", encoding="utf-8") as f:
         lines = f.read().splitlines()
     root = snapshot(tmp_path / "snap", lines, partition="2023-05-16")
-    done = run(["--input", root, "--field", FIELD, "--output", str(tmp_path / "g"), "--allow-empty"])
-    assert done.returncode == 2, done.stderr[-2000:]
+    done = run(tmp_path, ["--input", root, "--field", FIELD, "--output", str(tmp_path / "g"), "--allow-empty"])
+    assert done.rc == 2, done.err[-2000:]
     line = last_line(done)
     assert "no record has a primary_topic" in line and "predates OpenAlex topics" in line
     assert "2024 or later" in line and "s3://openalex" in line
 
 
+@pytest.mark.slow
 def test_a_field_without_works_needs_allow_empty(spark, tmp_path):
     root = snapshot(tmp_path / "snap", [json.dumps(record(id="https://openalex.org/W1"))])
     argv = ["--input", root, "--field", "Medicine", "--output", str(tmp_path / "g")]
-    done = run(argv)
-    assert done.returncode == 2
+    done = run(tmp_path, argv)
+    assert done.rc == 2
     assert "no works of field(s) ['Medicine']" in last_line(done) and "--allow-empty" in last_line(done)
     assert build_openalex.main([*argv, "--allow-empty"]) == 0
     assert spark.read.parquet(str(tmp_path / "g" / "medicine" / "nodes")).count() == 0
@@ -126,5 +125,5 @@ def test_a_field_without_works_needs_allow_empty(spark, tmp_path):
 @pytest.mark.parametrize("lines", [["{not json"], ['{"id": "https://openalex.org/W1", "referenced_works": 5}']])
 def test_unreadable_records_only(tmp_path, lines):
     root = snapshot(tmp_path / "snap", lines)
-    done = run(["--input", root, "--field", FIELD, "--output", str(tmp_path / "g")])
-    assert done.returncode == 2 and "every one of the 1 records read was rejected" in last_line(done)
+    done = run(tmp_path, ["--input", root, "--field", FIELD, "--output", str(tmp_path / "g")])
+    assert done.rc == 2 and "every one of the 1 records read was rejected" in last_line(done)

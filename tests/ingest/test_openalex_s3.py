@@ -50,6 +50,7 @@ def parquet_from_s3(s3, bucket, prefix):
     return rows
 
 
+@pytest.mark.slow
 def test_job_reads_and_writes_through_s3(s3, mirror, capsys):
     gen, bucket = mirror
     fields = ["Medicine", "Physics and Astronomy"]
@@ -103,6 +104,7 @@ def test_unknown_bucket_is_a_clear_error(s3):
         plan_snapshot("x", store=S3Store("no-such-bucket-here", s3.endpoint_url))
 
 
+@pytest.mark.slow
 def test_parquet_snapshot_in_s3_is_read_by_the_workers_through_pyarrow(s3, tmp_path):
     gen = generate(str(tmp_path / "snap"), Spec(works=300, seed=9, layout="parquet", files_per_partition=2))
     bucket = s3.new_bucket()

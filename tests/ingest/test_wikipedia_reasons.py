@@ -2,13 +2,11 @@
 and the builds that must not write an empty graph."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from jobs import build_wikipedia
-from tests.conftest import ROOT
+from tests.jobs.jobrun import Finished, job_env, run_job
 from wikigame_spark.devtools.dumpgen import page_xml, small_dump
 from wikigame_spark.ingest.empty import EmptyGraphError
 from wikigame_spark.ingest.pages import page_row
@@ -49,15 +47,14 @@ def every_reason_dump() -> str:
     return doc.replace("</mediawiki>\n", "  <page>\n    <title>Cut</title>\n    <ns>0</ns>\n")
 
 
-def build(tmp_path, xml: str, *extra: str) -> subprocess.CompletedProcess:
+def build(tmp_path, xml: str, *extra: str) -> Finished:
     dump = tmp_path / "testwiki-pages-articles.xml"
     dump.write_text(xml, encoding="utf-8")
     argv = ["--input", str(dump), "--output", str(tmp_path / "graph"), *extra]
-    return subprocess.run(
-        [sys.executable, "jobs/build_wikipedia.py", *argv], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
+    return run_job("build_wikipedia", *argv, env=job_env(f"sqlite:///{tmp_path}/m.db"))
 
 
+@pytest.mark.slow
 def test_every_page_redirect_and_link_reason_is_counted(spark, tmp_path):
     dump = tmp_path / "testwiki-pages-articles.xml"
     dump.write_text(every_reason_dump(), encoding="utf-8")
@@ -153,21 +150,22 @@ def test_every_page_rejected_is_an_error(tmp_path):
     run = build(
         tmp_path, small_dump([page_xml("Big", 1, "x" * 5000), no_text_page("T", 2)]), "--max-text-bytes", "4096"
     )
-    assert run.returncode == 2, run.stderr[-2000:]
-    last = run.stderr.strip().splitlines()[-1]
+    assert run.rc == 2, run.err[-2000:]
+    last = run.err.strip().splitlines()[-1]
     assert last.startswith("error: ") and "every one of the 2 pages read was rejected" in last
     assert "no_text 1" in last and "too_large 1" in last
     assert not (tmp_path / "graph").exists()
 
 
+@pytest.mark.slow
 def test_a_graph_without_articles_needs_allow_empty(spark, tmp_path):
     xml = small_dump([page_xml("Template:X", 1, "t", ns=10), page_xml("R", 2, "", redirect="Template:X")])
     run = build(tmp_path, xml)
-    assert run.returncode == 2
-    last = run.stderr.strip().splitlines()[-1]
+    assert run.rc == 2
+    last = run.err.strip().splitlines()[-1]
     assert "no articles, the graph would be empty" in last and "--allow-empty" in last
     run = build(tmp_path, xml, "--allow-empty")
-    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.rc == 0, run.err[-2000:]
     assert spark.read.parquet(str(tmp_path / "graph" / "nodes")).count() == 0
 
 

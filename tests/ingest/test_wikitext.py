@@ -52,6 +52,7 @@ def test_strip_code_equals_the_librarys(text):
     assert strip_code(text) == mwparserfromhell.parse(text).strip_code()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [LTG, ENWIKI, BNWIKI])
 def test_strip_code_equals_the_librarys_on_every_real_page(path):
     """Every page of every namespace: templates, tables, galleries, references, localised markup."""
@@ -60,6 +61,7 @@ def test_strip_code_equals_the_librarys_on_every_real_page(path):
     assert [t[:60] for t in texts if strip_code(t) != mwparserfromhell.parse(t).strip_code()] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path, min_links, min_summary", [(LTG, 0.995, 0.99), (ENWIKI, 0.99, 0.99), (BNWIKI, 0.99, 0.99)]
 )

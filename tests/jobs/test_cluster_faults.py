@@ -180,7 +180,7 @@ def test_driver_killed_mid_chunk_resumes_on_the_cluster(cluster, setup):  # noqa
     kill_after_first_chunk(s, *base)
     before = chunk_manifests(s["out"])
     assert 1 <= len(before) < int(games) and not os.path.exists(f"{s['out']}/manifest.json")
-    done = run_job("play_games", *args(s, *base), env=s["env"])
+    done = run_job("play_games", *args(s, *base), env=s["env"], process=True)
     assert done.rc == 0, done.err[-3000:]
     after = chunk_manifests(s["out"])
     assert len(after) == int(games) and {k: after[k] for k in before} == before  # nothing replayed

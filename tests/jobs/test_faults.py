@@ -109,7 +109,7 @@ def test_a_fault_inside_a_task_ends_in_one_line_without_traces(tmp_path):
     dump = tmp_path / "corrupt.xml.bz2"
     dump.write_bytes(bytes(data))
     env = job_env(f"sqlite:///{tmp_path}/m.db")
-    done = run_job("build_wikipedia", "--input", str(dump), "--output", str(tmp_path / "g"), env=env)
+    done = run_job("build_wikipedia", "--input", str(dump), "--output", str(tmp_path / "g"), env=env, process=True)
     done.refused(f"{dump}: corrupt compressed data near byte")
     assert "\tat " not in done.err and "Executor" not in done.err and "Lost task" not in done.err
     print(f"stderr: {len(done.err.splitlines())} lines")

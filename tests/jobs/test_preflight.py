@@ -1,7 +1,7 @@
 """Faults a user can cause, refused before any Spark work: one last ``error:`` line, exit 2.
 
-Each job runs as a real process, as a user runs it; the outputs and the tracking store are then
-checked to hold nothing the refused job made.
+Each job runs on a program's arguments with its own environment and exit handling (``run_job``);
+the outputs and the tracking store are then checked to hold nothing the refused job made.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ def silent_server():
     server.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("uri", ["sqlite:////proc/wikigame-test.db", "http://127.0.0.1:9", "silent"])
 def test_unusable_tracking_store(graphs, uri, silent_server):
     uri = silent_server if uri == "silent" else uri

@@ -55,15 +55,16 @@ def test_a_yaml_syntax_error_names_the_file_and_line(ltg_graph, tmp_path):
 
 def test_every_job_has_version_config_and_required_flags_marked():
     for job in ("build_wikipedia", "build_openalex", "graph_stats", "sample_games", "play_games", "report"):
-        version = subprocess.run(command(job, "--version"), capture_output=True, text=True, timeout=60)
-        assert version.returncode == 0 and version.stdout.startswith("wikigame-spark "), job
-        helped = subprocess.run(command(job, "--help"), capture_output=True, text=True, timeout=60).stdout
+        version = run_job(job, "--version", env=dict(os.environ))
+        assert version.rc == 0 and version.out.startswith("wikigame-spark "), job
+        helped = run_job(job, "--help", env=dict(os.environ)).out
         assert "--config YAML" in helped and "--verbose" in helped, job
     helped = subprocess.run(command("human_play", "--help"), capture_output=True, text=True, timeout=60).stdout
     assert "--games-dir" in helped and "--config YAML" in helped and "(required)" in helped
     assert "(required)" in GRAPH_STATS.parser().format_help()
 
 
+@pytest.mark.slow
 def test_one_experiment_for_a_study_and_the_tags_to_group_by(ltg_graph, games_dir, tmp_path, monkeypatch):
     uri = f"sqlite:///{tmp_path}/m.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
@@ -89,6 +90,7 @@ def _plays_manifest(out: str) -> dict:
         return json.load(f)
 
 
+@pytest.mark.slow
 def test_a_killed_overwrite_keeps_the_finished_run_and_resumes_where_it_stopped(ltg_graph, games_dir, tmp_path):
     uri = f"sqlite:///{tmp_path}/m.db"
     env = job_env(uri)
@@ -129,13 +131,16 @@ def test_a_killed_overwrite_keeps_the_finished_run_and_resumes_where_it_stopped(
     assert client.get_run(now["mlflow_run_id"]).info.status == "FINISHED"
 
 
-def test_graph_stats_writes_a_manifest_and_leaves_no_staging(spark, ltg_graph, tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_graph_stats_writes_a_manifest_and_leaves_no_staging(spark, tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/m.db")
+    star = [(0, i) for i in range(1, 30)] + [(i, 0) for i in range(1, 30)]  # few rounds for GraphFrames
+    graph = write_graph_dir(spark, str(tmp_path / "star"), list(range(30)), star)
     out = str(tmp_path / "stats")
     inside = tmp_path / "stats" / ".part-000004._staging-cafe0000"
-    assert GRAPH_STATS.main(["--graph", ltg_graph, "--output", out, "--pairs", "50"]) == 0
+    assert GRAPH_STATS.main(["--graph", graph, "--output", out, "--pairs", "50"]) == 0
     inside.mkdir()
-    assert GRAPH_STATS.main(["--graph", ltg_graph, "--output", out, "--pairs", "50", "--overwrite"]) == 0
+    assert GRAPH_STATS.main(["--graph", graph, "--output", out, "--pairs", "50", "--overwrite"]) == 0
     manifest = io.read_manifest(spark, out)
     assert manifest["kind"] == "graph-stats" and manifest["parameters"]["pairs"] == 50
     assert manifest["mlflow_run_id"] and manifest["code_version"]
@@ -200,6 +205,7 @@ def _shorten_one_success(plays_dir: str) -> None:
     raise AssertionError(f"{table_dir}: no success to shorten")
 
 
+@pytest.mark.slow
 def test_the_report_leaves_out_a_run_it_cannot_evaluate_unless_strict(ltg_graph, games_dir, tmp_path):
     env = job_env(f"sqlite:///{tmp_path}/m.db")
     tsv = str(tmp_path / "humans.tsv")

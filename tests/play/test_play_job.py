@@ -39,6 +39,7 @@ def read_plays(spark, out):
     return spark.read.schema(PLAYS).parquet(f"{out}/part-*/plays").toPandas().sort_values("game_id")
 
 
+@pytest.mark.slow
 def test_embedding_run_logs_params_metrics_artifacts(spark, ltg_graph, games_dir, tmp_path, tracking):
     out = run(ltg_graph, games_dir, tmp_path, "--agent", "embedding", "--games", "20", "--run-name", "emb")
     plays = read_plays(spark, out)
@@ -70,6 +71,7 @@ def test_embedding_run_logs_params_metrics_artifacts(spark, ltg_graph, games_dir
     assert os.listdir(cache) == ["summary-noprompt"]
 
 
+@pytest.mark.slow
 def test_cache_gives_the_same_routes_as_reencoding(spark, ltg_graph, games_dir, tmp_path, tracking):
     """The paper's method (encode the offered links at every step) vs the cache: same routes."""
     cached = read_plays(spark, run(ltg_graph, games_dir, tmp_path / "a", "--agent", "embedding", "--games", "12"))
@@ -101,6 +103,7 @@ def test_rerun_of_a_finished_run_needs_overwrite(spark, ltg_graph, games_dir, tm
         run(ltg_graph, games_dir, tmp_path, "--agent", "random", "--games", "5")
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_without_replays(spark, ltg_graph, games_dir, tmp_path, tracking):
     out = str(tmp_path / "plays")
     argv = [

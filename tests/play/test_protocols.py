@@ -225,6 +225,7 @@ def read_plays(directory):
     )
 
 
+@pytest.mark.slow
 def test_sampling_preset_scc_bands_and_manifest(spark, ltg_graph, study):
     options = io.read_manifest(spark, study["games"])["parameters"]
     assert options["protocol"] == "llm-wikirace" and options["stratify"] == "3-4,5-6,7-8" and options["largest_scc"]

@@ -69,6 +69,7 @@ def kill_after_first_chunk(s: dict, *extra: str) -> int:
     return proc.pid
 
 
+@pytest.mark.slow
 def test_resume_with_other_settings_is_refused_and_same_settings_resume(setup):
     s = setup
     base = ("--agent", "random", "--games", str(GAMES), "--run-name", "r", "--experiment", "e1")
@@ -113,6 +114,7 @@ def play_games_plays(out: str):
     return pd.concat(pd.read_parquet(f"{out}/{part}/plays") for part in sorted(chunk_manifests(out)))
 
 
+@pytest.mark.slow
 def test_two_processes_on_one_run_name(setup):
     s = setup
     both = ("--agent", "random", "--games", str(GAMES), "--run-name", "race", "--experiment", "e")
