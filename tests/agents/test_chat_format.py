@@ -1,17 +1,17 @@
 """The local servers speak Gemma's own turn format, name it at ``/props``, stop at a turn's end, cap
-replies, and (native engine) stop generating for a client that hung up. Real servers on 127.0.0.1, the real GGUF.
+replies, and (native engine) stop generating a reply whose client hung up. Real servers on 127.0.0.1, the real GGUF.
 Every test here needs the llama-server build (``llm_build``), so the file runs last as a whole."""
 
 import json
+import re
 import time
 import urllib.request
 
 import llama_cpp
-import openai
 import pytest
 
 from wikigame_spark.agents import prompts
-from wikigame_spark.agents.llm_client import ChatClient, server_identity
+from wikigame_spark.agents.llm_client import ChatClient, NoResponse, server_identity
 from wikigame_spark.devtools.local_server import (
     GEMMA_TURNS,
     NATIVE,
@@ -90,26 +90,24 @@ def slots(base_url: str) -> list[dict]:
 
 
 @pytest.mark.llm_build
-def test_an_abandoned_request_ends_at_its_cap(tmp_path):
-    """A client that times out leaves the native server generating for nobody only up to the
-    reply's cap (this build does not stop a non-streamed reply when its client hangs up), after
-    which the slot is free and serves the next request."""
+def test_an_abandoned_request_is_cancelled_by_the_native_server(tmp_path):
+    """A client that gives up on a reply hangs up, and the native server stops generating it (its
+    log: ``stop: cancel task``) long before the reply's cap; the slot then serves the next request."""
     if not native_available():
         pytest.skip("llama-server not built (make llama-server; `make test` builds it)")
-    with LlamaServer(engine=NATIVE, n_ctx=2048, log_path=str(tmp_path / "server.log")) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="x", timeout=0.5, max_retries=0)
-        # ignore_eos: the reply runs to its cap, 400 tokens, seconds past the client's 0.5 s
-        with pytest.raises(openai.APITimeoutError):
-            client.chat.completions.create(
-                model=server.model, messages=MESSAGES, max_tokens=400, extra_body={"ignore_eos": True}
-            )
-        client.close()
-        deadline, decoded = time.monotonic() + 900, None  # bounded wait for the slot to go idle
-        while decoded is None and time.monotonic() < deadline:
-            state = slots(server.base_url)[0]
-            if not state["is_processing"] and "next_token" in state:
-                decoded = state["next_token"][0]["n_decoded"]
-            time.sleep(0.2)
-        assert decoded is not None and decoded <= 400
+    log = tmp_path / "server.log"
+    with LlamaServer(engine=NATIVE, n_ctx=2048, log_path=str(log)) as server:
+        client = ChatClient(server.model, base_url=server.base_url, max_tokens=400, timeout=3, retries=0)
+        with pytest.raises(NoResponse, match="APITimeoutError"):
+            client.chat(MESSAGES, {"ignore_eos": True})  # ignore_eos: the reply runs to its cap unless stopped
+        gave_up = time.monotonic()
+        while slots(server.base_url)[0]["is_processing"] and time.monotonic() < gave_up + 900:
+            time.sleep(0.1)
+        idle_after = time.monotonic() - gave_up
         reply = ChatClient(server.model, base_url=server.base_url, max_tokens=CAP, timeout=600).chat(MESSAGES)
-        assert 0 < reply.completion_tokens <= CAP
+    text = log.read_text(encoding="utf-8", errors="replace")
+    assert "stop: cancel task" in text, text[-3000:]
+    decoded = int(re.search(r"stop processing: n_tokens = (\d+)", text).group(1)) - prompt_tokens(EXPECTED)
+    print(f"slot idle {idle_after:.1f} s after the client gave up; {decoded} of 400 tokens decoded")
+    assert 0 <= decoded < 400
+    assert 0 < reply.completion_tokens <= CAP

@@ -15,9 +15,9 @@ the system message folded into the first user turn, as Gemma has no system role)
 end of a turn: the GGUF carries no chat template, so the format is named (:data:`GEMMA_TURNS`,
 registered with llama-cpp-python; llama-server's built-in ``gemma`` template), and each engine
 reports it at ``/props`` for the play run's record. The native server also gives a
-request that names no ``max_tokens`` a cap of its own. Neither engine stops a reply it is
-generating when the client hangs up (llama_cpp.server drops only queued ones), so the client's
-cap is what bounds abandoned work (the agents have one by default).
+request that names no ``max_tokens`` a cap of its own, and cancels a reply whose client hung up;
+llama_cpp.server finishes it (it drops only queued ones), so there the client's cap is what bounds
+abandoned work (the agents have one by default).
 
 The python engine also serves the likelihood agent (``agents/likelihood.py``): the model is loaded
 with ``logits_all``, so ``POST /v1/completions`` with ``echo`` and ``logprobs`` returns the prompt's
