@@ -17,10 +17,13 @@ when each step offers that many links, with the server's prefix cache and withou
 (``no_prefix_reuse``: every candidate's whole prompt evaluated), on the python engine (the one
 that returns prompt log-probs). Constrained choice (``--constrained``): the same games played by
 the ``llm`` agent free (the paper's) and with ``constrained=grammar``: games per minute, queries
-per game and outcomes.
+per game and outcomes. Tracing (``--sections tracing``): the same games with every game traced
+(``trace_games``, one MLflow trace a step into a SQLite store) and untraced, against the hosted-API
+stand-in with no latency (the worst case: a step costs only the client's work and the trace's) and
+with ``--latency``: seconds per game both ways and milliseconds per trace written.
 
     python bench/bench_llm.py [--games 8] [--concurrency 8] [--max-steps 3] [--engines python native]
-        [--latency 1.0] [--max-tokens N] [--sections concurrency likelihood constrained]
+        [--latency 1.0] [--max-tokens N] [--sections concurrency likelihood constrained tracing]
         [--likelihood-links 50 200] [--likelihood-steps 3]
 """
 
@@ -79,6 +82,8 @@ def main() -> None:
                 likelihood(games, graph, server, args)
             if "constrained" in args.sections:
                 constrained(games, graph, server, args)
+    if "tracing" in args.sections:
+        tracing(games, graph, args)
     if "concurrency" not in args.sections:
         return
     for engine in args.engines:
@@ -91,7 +96,7 @@ def main() -> None:
             compare(f"hosted-API stand-in ({args.latency:.1f} s per request)", games, graph, server.url, "any", args)
 
 
-SECTIONS = ("concurrency", "likelihood", "constrained")
+SECTIONS = ("concurrency", "likelihood", "constrained", "tracing")
 
 
 def likelihood(games: list[dict], graph: WorkerGraph, server: LlamaServer, args) -> None:
@@ -140,6 +145,40 @@ def constrained(games: list[dict], graph: WorkerGraph, server: LlamaServer, args
             f"llm agent, {'constrained (grammar)' if constraint else 'free (the paper)'}: "
             f"{len(rows) / seconds * 60:.2f} games/min ({seconds:.0f} s), {steps:.1f} steps and "
             f"{queries:.1f} queries per game; outcomes {dict(sorted(outcomes.items()))}"
+        )
+
+
+def tracing(games: list[dict], graph: WorkerGraph, args) -> None:
+    """Seconds per game with every game traced and untraced; milliseconds per trace written."""
+    import dataclasses
+    import tempfile
+
+    import mlflow
+
+    from wikigame_spark.agents.traces import TraceTarget
+
+    uri = f"sqlite:///{tempfile.mkdtemp(prefix='bench-traces-')}/mlflow.db"
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("bench-traces")
+    target = TraceTarget(uri, experiment, client.create_run(experiment).info.run_id)
+    for latency in sorted({0.0, args.latency}):
+        with FaultyServer(latency=latency) as server:
+            seconds, steps = {}, 0
+            for traced in (False, True):
+                options = {"max_titles": args.max_titles, "concurrency": args.concurrency, "timeout": 600}
+                settings = LlmAgent.configure(
+                    model="any", base_url=server.url, trace_games=len(games) if traced else 0, **options
+                )
+                agent = LlmAgent(graph, dataclasses.replace(settings, trace=target), {})
+                start = time.perf_counter()
+                rows = play_games(games, graph, agent, args.max_steps, "llm", "any")
+                seconds[traced] = time.perf_counter() - start
+                steps = sum(r["queries"] for r in rows)
+        per_trace = (seconds[True] - seconds[False]) / max(steps, 1) * 1000
+        print(
+            f"tracing, {latency:.1f} s per request: {seconds[False] / len(games):.3f} s per game untraced, "
+            f"{seconds[True] / len(games):.3f} s traced ({steps} traces, {per_trace:.1f} ms each); "
+            f"ratio {seconds[True] / seconds[False]:.2f}x"
         )
 
 

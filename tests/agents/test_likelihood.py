@@ -122,3 +122,5 @@ def test_options_of_another_agent_are_refused():
         LlmAgent.check_options(LlmOptions(length_normalise=True))
     with pytest.raises(ConfigError, match="only applies to --agent llm or reasoning"):
         LikelihoodAgent.check_options(LlmOptions(constrained="grammar"))
+    with pytest.raises(ConfigError, match=r"trace_games \(--trace-games\) only applies to --agent llm or reasoning"):
+        LikelihoodAgent.check_options(LlmOptions(trace_games=2))

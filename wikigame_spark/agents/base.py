@@ -27,6 +27,7 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from wikigame_spark.agents.options import AgentOptions
+from wikigame_spark.agents.traces import TraceTarget
 from wikigame_spark.config import ConfigError, PlayConfig, add_flags, coerce, load_config
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GraphHandle
@@ -68,6 +69,7 @@ class AgentSettings:
     seed: int = 0
     cache_dir: str = ""  # empty: the graph's cache folder
     api_key: str = field(default="", repr=False)  # OPENAI_API_KEY, to the workers; never logged
+    trace: TraceTarget | None = None  # the play run, for agents that trace games (agents/traces.py)
 
 
 @dataclass(frozen=True)

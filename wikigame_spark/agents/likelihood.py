@@ -49,6 +49,8 @@ class LikelihoodAgent(LlmAgent):
     def check_options(cls, options: LlmOptions) -> None:
         if options.constrained:
             raise ConfigError("constrained (--constrained) only applies to --agent llm or reasoning")
+        if options.trace_games:
+            raise ConfigError("trace_games (--trace-games) only applies to --agent llm or reasoning")
 
     @classmethod
     def probe(cls, options: LlmOptions, model: str, base_url: str | None, key: str | None) -> None:

@@ -45,6 +45,7 @@ from wikigame_spark.agents.llm_client import (
     server_slots,
 )
 from wikigame_spark.agents.options import AgentOptions, non_negative, option, positive
+from wikigame_spark.agents.traces import Query, Step, StepTracer
 from wikigame_spark.config import ConfigError
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.outcomes import BAD_REQUEST, HALLUCINATION, NO_ANSWER, NO_RESPONSE
@@ -92,10 +93,14 @@ class LlmOptions(AgentOptions):
         False, "likelihood: the server evaluates every candidate's whole prompt (benchmarks)", plays=False
     )
     max_server_failures: int = option(3, "games in a row ending no_response that stop the run (0: never)", plays=False)
+    trace_games: int = option(
+        0, "trace the first N games in MLflow: prompts, replies, tokens, seconds per step", plays=False
+    )
 
     def validate(self) -> None:
         positive(self, "concurrency", "timeout")
         non_negative(self, "max_titles", "max_retries", "http_retries", "top_k", "max_tokens", "max_server_failures")
+        non_negative(self, "trace_games")
         if self.constrained and self.constrained not in CONSTRAINTS:
             raise ConfigError(
                 f"constrained: must be one of {', '.join(CONSTRAINTS)} (or empty), got {self.constrained!r}"
@@ -175,6 +180,7 @@ class LlmAgent(Agent):
         self.max_titles = int(o.max_titles)
         self.max_retries = int(o.max_retries)
         self.pool = ThreadPoolExecutor(max_workers=self.in_flight)
+        self.tracer = StepTracer(settings.trace, int(o.trace_games)) if settings.trace and o.trace_games else None
         self.ranker = None
         if o.top_k > 0:
             self.ranker = EmbeddingAgent(graph, self.ranker_settings(settings), resources["embedding"])
@@ -232,8 +238,12 @@ class LlmAgent(Agent):
         )
         rng = np.random.default_rng([self.settings.seed, r.game_id, r.step, 1])
         queries = prompt_tokens = completion_tokens = 0
+        traced = self.tracer is not None and self.tracer.wants(r.game_id)
+        step = Step(r.game_id, r.step, titles_of[r.current], target, len(shown)) if traced else None
 
         def ended(node, outcome=None, detail=None) -> Choice:
+            if step is not None:
+                self.tracer.write(step, titles_of[node] if node is not None else None, outcome)
             return Choice(
                 node, outcome, queries, prompt_tokens, completion_tokens, time.perf_counter() - started, detail
             )
@@ -241,12 +251,16 @@ class LlmAgent(Agent):
         reply = None
         constraint = self._constraint(titles)
         for _ in range(1 + self.max_retries):
+            query = Query(messages, time.time_ns())
+            if step is not None:
+                step.queries.append(query)
             try:
                 reply = self.client.chat(messages, constraint)
-            except BadRequest as e:
-                return ended(None, BAD_REQUEST, str(e)[:500])
-            except NoResponse as e:
-                return ended(None, NO_RESPONSE, str(e)[:500])
+            except (BadRequest, NoResponse) as e:
+                query.ended_ns, query.error = time.time_ns(), str(e)[:500]
+                return ended(None, BAD_REQUEST if isinstance(e, BadRequest) else NO_RESPONSE, str(e)[:500])
+            query.ended_ns, query.reply = time.time_ns(), reply.text
+            query.prompt_tokens, query.completion_tokens = reply.prompt_tokens, reply.completion_tokens
             queries += 1
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens

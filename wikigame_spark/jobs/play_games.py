@@ -5,11 +5,13 @@ An interrupted run rerun with the same run name resumes: the games already playe
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
-from wikigame_spark import io
+from wikigame_spark import io, tracking
 from wikigame_spark.agents.base import add_option_flags, agent_class, load_play_config
 from wikigame_spark.agents.llm_client import ServerUnreachable
+from wikigame_spark.agents.traces import TraceTarget
 from wikigame_spark.config import PlayConfig
 from wikigame_spark.outcomes import NO_RESPONSE, SERVER_FAILURES
 from wikigame_spark.play import record, runs
@@ -38,7 +40,9 @@ def prepare(ctx: Context) -> None:
 def play(ctx: Context) -> Result:
     s: PlayConfig = ctx.settings
     games = ctx.inputs["games_dir"]
-    result = runs.play(ctx.spark, s, games, ctx.stage(), ctx.made, ctx.agent)
+    # the run now exists: an agent that traces games (--trace-games) writes its traces into it
+    run = TraceTarget(tracking.tracking_uri(), ctx.run.info.experiment_id, ctx.run.info.run_id)
+    result = runs.play(ctx.spark, s, games, ctx.stage(), ctx.made, dataclasses.replace(ctx.agent, trace=run))
     plays = result.plays.toPandas()
     unanswered = int(plays["outcome"].isin(SERVER_FAILURES).sum())
     if unanswered * 2 > len(plays):
