@@ -68,6 +68,7 @@ class StepTracer:
 
     def write(self, step: Step, chosen: str | None, outcome: str | None) -> None:
         from mlflow.entities import SpanStatus, SpanType
+        from mlflow.tracing.constant import SpanAttributeKey, TokenUsageKey
 
         t = self.target
         root = self.client.start_trace(
@@ -92,7 +93,15 @@ class StepTracer:
                 root.trace_id,
                 span.span_id,
                 outputs={"reply": q.reply} if not q.error else None,
-                attributes={"prompt_tokens": q.prompt_tokens, "completion_tokens": q.completion_tokens},
+                attributes={
+                    "prompt_tokens": q.prompt_tokens,
+                    "completion_tokens": q.completion_tokens,
+                    SpanAttributeKey.CHAT_USAGE: {  # MLflow's own: the UI's Tokens column, summed per trace
+                        TokenUsageKey.INPUT_TOKENS: q.prompt_tokens,
+                        TokenUsageKey.OUTPUT_TOKENS: q.completion_tokens,
+                        TokenUsageKey.TOTAL_TOKENS: q.prompt_tokens + q.completion_tokens,
+                    },
+                },
                 status=SpanStatus("ERROR", q.error) if q.error else "OK",
                 end_time_ns=q.ended_ns,
             )
