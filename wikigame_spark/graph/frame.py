@@ -131,7 +131,9 @@ def weak_components(nodes: DataFrame, edges: DataFrame) -> DataFrame:
     require_columns(nodes, [ID], "weak_components(nodes)")
     require_columns(edges, [SRC, DST], "weak_components(edges)")
     # graphframes-py 0.11.0's default max_iter is 2 ^ 31 - 2 = 31 (XOR): give it the intended bound.
-    cc = graphframe(nodes, edges).connectedComponents(use_local_checkpoints=True, max_iter=MAX_ITER)
+    # two_phase by name: the default name ("graphframes") is deprecated, and runs two_phase with a warning.
+    g = graphframe(nodes, edges)
+    cc = g.connectedComponents(algorithm="two_phase", use_local_checkpoints=True, max_iter=MAX_ITER)
     return _smallest_member_labels(cc.select(ID, F.col(COMPONENT).cast("long").alias(COMPONENT)))
 
 
