@@ -185,7 +185,11 @@ def model_digest(name: str) -> str:
 @functools.lru_cache(maxsize=2)
 def _load(name: str):
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    # Models load in Spark's workers, whose stderr is a log, not a terminal: the "Loading weights"
+    # progress bar would be a line of carriage returns in it.
+    transformers_logging.disable_progress_bar()
     return SentenceTransformer(resolve_model(name), device="cpu")
 
 
