@@ -253,7 +253,9 @@ def success_figure(table: pd.DataFrame, title: str) -> bytes:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    ax.bar(table["optimal_steps"].astype(str), table["success_rate"], color="tab:green")
+    xs = range(len(table))  # one bar per length present, labelled with it (lengths may skip)
+    ax.bar(xs, table["success_rate"], color="tab:green")
+    ax.set_xticks(xs, table["optimal_steps"].astype(str))
     for x, (rate, n) in enumerate(zip(table["success_rate"], table["games"])):
         ax.annotate(f"n={n}", (x, rate), ha="center", va="bottom", fontsize=8)
     ax.set(xlabel="optimal steps", ylabel="success rate", ylim=(0, 1.1), title=title)
