@@ -300,6 +300,8 @@ def sample_games(
         distance = resolved.distance
         cells = degrees.cell(resolved.source, resolved.target) if degrees else None
         accepted, counts = accept(distance, cfg.games, strata, cells, n_cells)
+        if done:  # the games the draws resolved so far make
+            log.info("sample_games: %d draws resolved, %d of %d games", done, counts["games"], cfg.games)
         if counts["games"] == cfg.games:
             break
         if done >= limit:
@@ -318,7 +320,6 @@ def sample_games(
         chunk = _next_chunk(done, distance, cfg.games, strata, limit, cells, n_cells)
         parts.append(resolve_draws(oracle, cfg.seed, done, chunk))
         done += chunk
-        log.info("sample_games: %d draws resolved, %d of %d games", done, counts["games"], cfg.games)
     searched = time.perf_counter()
     draws = _concat(parts)
     table = pd.DataFrame(
