@@ -105,6 +105,7 @@ def plot_reach(curve: dict, title: str) -> bytes:
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     k = np.arange(len(curve["fraction_within_steps"]))
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
@@ -114,6 +115,7 @@ def plot_reach(curve: dict, title: str) -> bytes:
     ax.set_ylabel("fraction of pairs reachable within k")
     ax.set_ylim(0, 1.02)
     ax.set_xlim(0, max(1, int(k[-1])))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.set_title(f"{title} ({curve['pairs']} random pairs)", fontsize=9)
     ax.grid(alpha=0.3)
     fig.tight_layout()
