@@ -62,6 +62,8 @@ def run_label(params: dict, tags: dict | None = None) -> str:
         text += " (titles)"
     if params.get("top_k") not in (None, "", "0"):
         text += f" top-{params['top_k']}"
+    if params.get("constrained"):  # the answer held to the offered titles (grammar, json_schema)
+        text += f" constrained={params['constrained']}"
     if agent != HUMAN and params.get("max_steps") not in (None, "", protocols.default_max_steps(params)):
         text += f" ≤{params['max_steps']} steps"
     if is_plumbing(params, tags):
