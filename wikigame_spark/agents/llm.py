@@ -99,8 +99,8 @@ class LlmOptions(AgentOptions):
 
     def validate(self) -> None:
         positive(self, "concurrency", "timeout")
-        non_negative(self, "max_titles", "max_retries", "http_retries", "top_k", "max_tokens", "max_server_failures")
-        non_negative(self, "trace_games")
+        counts = ("max_titles", "max_retries", "http_retries", "top_k", "max_tokens", "max_server_failures")
+        non_negative(self, *counts, "trace_games")
         if self.constrained and self.constrained not in CONSTRAINTS:
             raise ConfigError(
                 f"constrained: must be one of {', '.join(CONSTRAINTS)} (or empty), got {self.constrained!r}"
@@ -258,7 +258,7 @@ class LlmAgent(Agent):
                 reply = self.client.chat(messages, constraint)
             except (BadRequest, NoResponse) as e:
                 query.ended_ns, query.error = time.time_ns(), str(e)[:500]
-                return ended(None, BAD_REQUEST if isinstance(e, BadRequest) else NO_RESPONSE, str(e)[:500])
+                return ended(None, BAD_REQUEST if isinstance(e, BadRequest) else NO_RESPONSE, query.error)
             query.ended_ns, query.reply = time.time_ns(), reply.text
             query.prompt_tokens, query.completion_tokens = reply.prompt_tokens, reply.completion_tokens
             queries += 1
