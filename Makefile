@@ -8,17 +8,28 @@ export PYSPARK_PYTHON := $(CURDIR)/$(PY)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 
-.PHONY: install wheel test check demo demo-models bench lint clean llama-server browser
+.PHONY: install wheel test check demo demo-models bench lint clean browser
 
 # apt-get for the steps that `make -j` runs side by side: one at a time, since apt takes a lock.
 APT_GET := flock /tmp/wikigame-apt.lock apt-get
 
-install: $(VENV)/.installed jars/.installed $(VENV)/.spark-conf
+install: $(VENV)/.installed $(VENV)/.llama-cpp jars/.installed $(VENV)/.spark-conf
 
-$(VENV)/.installed: setup.py conf/constraints-dev.txt
+# The venv, with llama-cpp-python's Python code only: its sdist is built with CMAKE_ARGS
+# -DLLAMA_BUILD=OFF, so pip compiles no llama.cpp of its own; $(VENV)/.llama-cpp compiles the one
+# the bindings load, while pip installs the rest beside it.
+LLAMA_CPP := .cache/llama.cpp
+LLAMA_CPP_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' conf/constraints-dev.txt)
+LLAMA_CPP_SDIST = $(LLAMA_CPP)/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz
+$(VENV)/.created: conf/constraints-dev.txt
 	@command -v python3 >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq python3 python3-venv; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip download -q --no-binary :all: --no-deps -d $(LLAMA_CPP) llama-cpp-python==$(LLAMA_CPP_VERSION)
+	CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" $(PY) -m pip install -q --no-cache-dir $(LLAMA_CPP_SDIST)
+	touch $@
+
+$(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created
 	$(PY) -m pip install -q -e '.[dev]' -c conf/constraints-dev.txt
 	touch $@
 
@@ -58,48 +69,45 @@ $(VENV)/.spark-conf: conf/spark-defaults.conf conf/log4j2.properties conf/instal
 	@bash conf/install_spark_conf.sh $(PY) $(CURDIR)
 	touch $@
 
-# llama.cpp's own server (parallel slots decoded in one batch), for the LLM concurrency benchmark
-# and test: built from the llama.cpp source vendored in the installed llama-cpp-python's PyPI sdist,
-# so both engines run the same llama.cpp. About 8 minutes on 2 cores, once.
-LLAMA_SERVER_BIN := .cache/llama.cpp/bin/llama-server
-llama-server: $(LLAMA_SERVER_BIN)
-$(LLAMA_SERVER_BIN): $(VENV)/.installed
+# llama.cpp, compiled once from the source in llama-cpp-python's sdist (the version
+# conf/constraints-dev.txt pins), as shared libraries: the Python bindings load them from their
+# llama_cpp/lib, and llama.cpp's own server (parallel slots decoded in one batch; the LLM
+# concurrency benchmark and tests) runs beside a copy of them in .cache/llama.cpp/bin. Both engines
+# run the same llama.cpp. About 9 minutes on 2 cores.
+$(VENV)/.llama-cpp: $(VENV)/.created
 	@command -v cmake >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq cmake; }
-	@v=$$($(PY) -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))'); d=.cache/llama.cpp; \
-	  rm -rf $$d/src $$d/build && mkdir -p $$d/src $$d/bin && \
-	  $(PY) -m pip download -q --no-binary :all: --no-deps -d $$d llama-cpp-python==$$v && \
-	  tar xzf $$d/llama_cpp_python-$$v.tar.gz -C $$d/src --strip-components=3 llama_cpp_python-$$v/vendor/llama.cpp && \
-	  echo "building llama-server $$v (log: $$d/build.log)" && \
-	  cmake -S $$d/src -B $$d/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
-	    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
-	    -DLLAMA_CURL=OFF > $$d/build.log 2>&1 && \
-	  cmake --build $$d/build --target llama-server -j$$(nproc) >> $$d/build.log 2>&1 && \
-	  cp $$d/build/bin/llama-server $@.tmp && mv $@.tmp $@ && rm -rf $$d/src $$d/build
+	@d=$(LLAMA_CPP); v=$(LLAMA_CPP_VERSION); \
+	  lib=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')/llama_cpp/lib; \
+	  rm -rf $$d/src $$d/build $$d/bin && mkdir -p $$d/src $$d/bin $$lib && \
+	  tar xzf $(LLAMA_CPP_SDIST) -C $$d/src --strip-components=3 llama_cpp_python-$$v/vendor/llama.cpp && \
+	  echo "building llama.cpp $$v: the bindings' libraries and llama-server (log: $$d/build.log)" && \
+	  cmake -S $$d/src -B $$d/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+	    '-DCMAKE_INSTALL_RPATH=$$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DLLAMA_BUILD_TESTS=OFF \
+	    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF \
+	    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF > $$d/build.log 2>&1 && \
+	  cmake --build $$d/build --target llama-server mtmd -j$$(nproc) >> $$d/build.log 2>&1 || \
+	  { echo "error: the llama.cpp build failed; see $$d/build.log"; tail -20 $$d/build.log; exit 1; }; \
+	  cp -P $$d/build/bin/lib*.so* $$lib/ && cp -P $$d/build/bin/lib*.so* $$d/build/bin/llama-server $$d/bin/ && \
+	  rm -rf $$d/src $$d/build
+	$(PY) -c 'import llama_cpp; print("llama-cpp-python", llama_cpp.__version__, "loads", llama_cpp.llama_cpp._lib._name)'
+	touch $@
 
 # Headless Chromium and its driver from Debian's packages: tests/human plays in a real browser.
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  { $(APT_GET) update -qq && $(APT_GET) install -y -qq chromium chromium-driver; }
 
-# Everything: the installs side by side (Chromium's while pip installs, Maven's jars after), then the
-# suite while llama-server compiles beside it at the lowest CPU priority, so the build takes only
-# the cores the tests leave idle. The tests marked llm_build run last and wait for the build's exit
-# status in the file that WIKIGAME_LLAMA_BUILD_STATUS names (tests/conftest.py). TEST_WORKERS=N runs
-# N pytest workers, a test file each at a time; on 2 cores one process is faster, since the build
-# then gets the cores the tests leave idle (docs/contributing.md).
+# Everything: the installs side by side (llama.cpp compiles while pip installs the rest and Chromium's
+# packages download, Maven's jars after the venv), then the suite. TEST_WORKERS=N runs N pytest
+# workers, a test file each at a time (docs/contributing.md).
 TEST_WORKERS ?= 0
-LLAMA_BUILD_STATUS := $(CURDIR)/.cache/llama-server.status
 test:
-	@$(MAKE) --no-print-directory -j3 install browser
-	@mkdir -p .cache && rm -f $(LLAMA_BUILD_STATUS); \
-	  ( nice -n 19 $(MAKE) --no-print-directory llama-server > .cache/llama-server-make.log 2>&1; \
-	    echo $$? > $(LLAMA_BUILD_STATUS).tmp && mv $(LLAMA_BUILD_STATUS).tmp $(LLAMA_BUILD_STATUS) ) & build=$$!; \
-	  WIKIGAME_LLAMA_BUILD_STATUS=$(LLAMA_BUILD_STATUS) $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests; status=$$?; \
-	  wait $$build; exit $$status
+	@$(MAKE) --no-print-directory -j4 install browser
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 # The inner loop before each commit (docs/contributing.md): lint, then the tests that need no
-# cluster, browser or llama-server build, and none of the slow end-to-end ones.
-CHECK_TESTS := not cluster and not browser and not llm_build and not slow
+# cluster or browser, and none of the slow end-to-end ones.
+CHECK_TESTS := not cluster and not browser and not slow
 check: lint
 	$(PY) -m pytest -q -m "$(CHECK_TESTS)" tests
 
@@ -159,7 +167,7 @@ demo-models: install
 	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent embedding --model $$model --games 200 --overwrite || exit 1; done
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 
-bench: install llama-server
+bench: install
 	$(PY) bench/bench_wikipedia.py
 	$(PY) bench/bench_openalex.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py

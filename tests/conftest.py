@@ -1,11 +1,10 @@
-"""Shared fixtures: one local SparkSession for the whole run, paths to the real data; the llm_build
-tests last while `make test` builds llama-server (markers: pytest.ini, docs/contributing.md)."""
+"""Shared fixtures: one local SparkSession for the whole run, paths to the real data (markers:
+pytest.ini, docs/contributing.md)."""
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 
 import pytest
 
@@ -24,35 +23,6 @@ os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 # Models come from installed packages only: tests never reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-# Set by `make test`, which builds llama-server (minutes of compiling) alongside the suite: the file
-# it writes the build's exit status to. The llm_build tests then run last and wait for it.
-LLAMA_BUILD_STATUS = os.environ.get("WIKIGAME_LLAMA_BUILD_STATUS")
-LLAMA_BUILD_WAIT = 3600  # seconds: a cold build on a busy 2-core machine, with margin
-
-
-def pytest_collection_modifyitems(config, items):
-    if LLAMA_BUILD_STATUS:
-        items.sort(key=lambda item: item.get_closest_marker("llm_build") is not None)  # stable
-
-
-def pytest_runtest_setup(item):
-    if LLAMA_BUILD_STATUS and item.get_closest_marker("llm_build"):
-        wait_for_llama_build(LLAMA_BUILD_STATUS)
-
-
-def wait_for_llama_build(status_path: str) -> None:
-    deadline = time.monotonic() + LLAMA_BUILD_WAIT
-    while not os.path.exists(status_path):
-        if time.monotonic() > deadline:
-            pytest.fail(f"llama-server build not finished after {LLAMA_BUILD_WAIT} s (no {status_path})")
-        time.sleep(2)
-    with open(status_path, encoding="utf-8") as f:
-        status = f.read().strip()
-    if status != "0":
-        log = os.path.join(os.path.dirname(status_path), "llama-server-make.log")
-        pytest.fail(f"make llama-server failed (exit status {status}); see {log}")
-
 
 SESSION_CONF = {
     "spark.sql.shuffle.partitions": "4",

@@ -1,4 +1,4 @@
-"""llama.cpp's own server (``make llama-server``): games in flight are decoded together in its slots."""
+"""llama.cpp's own server (built by ``make install``): games in flight are decoded together in its slots."""
 
 import json
 import threading
@@ -13,6 +13,8 @@ from wikigame_spark.devtools.local_server import NATIVE, LlamaServer
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.engine import play_games
 
+pytestmark = pytest.mark.slow
+
 SLOTS = 4
 
 
@@ -25,7 +27,6 @@ def busy_slots(base_url: str, stop: threading.Event, peak: list[int]) -> None:
         stop.wait(0.05)
 
 
-@pytest.mark.llm_build
 def test_concurrent_games_share_the_native_servers_slots(ltg_graph, tmp_path):
     games_dir = write_games(ltg_graph, SLOTS, seed=11, path=str(tmp_path / "games"))
     games = pq.read_table(f"{games_dir}/games").to_pylist()

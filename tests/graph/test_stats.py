@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.graph.graphs import parquet_graph, write_graph_dir
+from tests.graph.graphs import FAMILIES, parquet_graph, write_graph_dir
 from wikigame_spark.graph import frame
 from wikigame_spark.graph.distances import pair_distances
 from wikigame_spark.graph.stats import components, random_pair_distances, reach_curve, table1
@@ -134,9 +134,10 @@ def independent_components(ids, edges) -> dict:
 
 
 @pytest.mark.cluster
-def test_graphframes_stage_on_the_standalone_cluster(spark, ltg_graph, tmp_path):
+def test_graphframes_stage_on_the_standalone_cluster(spark, tmp_path):
     """graph_stats with the GraphFrames method by spark-submit to a master with two worker processes
-    on 127.0.0.1 (GraphFrames from spark-defaults' spark.jars): the same statistics as in-process."""
+    on 127.0.0.1 (GraphFrames from spark-defaults' spark.jars), on the known-answer families side by
+    side: their components by hand, the rest the same as in-process."""
     import subprocess
     import sys
 
@@ -144,20 +145,28 @@ def test_graphframes_stage_on_the_standalone_cluster(spark, ltg_graph, tmp_path)
     from tests.conftest import ROOT
     from tests.standalone import StandaloneCluster
 
+    nodes, edges = [], []
+    for _, ns, es in FAMILIES:  # numbered on from the family before: the contract's ids 0…N−1
+        edges += [(a + len(nodes), b + len(nodes)) for a, b in es]
+        nodes += [n + len(nodes) for n in ns]
+    graph = write_graph_dir(spark, str(tmp_path / "families"), nodes, edges)
     here, there = str(tmp_path / "here"), str(tmp_path / "there")
-    assert graph_stats.main(["--graph", ltg_graph, "--output", here, "--pairs", "200", "--method", "local"]) == 0
+    assert graph_stats.main(["--graph", graph, "--output", here, "--pairs", "200", "--method", "local"]) == 0
     # the venv's Spark settings (make install puts them in its pyspark/conf), as a user has them
     env = {**{k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}, "PYTHONPATH": ROOT}
     with StandaloneCluster(str(tmp_path)) as cluster:
         submit = [os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--master", cluster.url]
         submit += ["--conf", "spark.executor.memory=1g", "--conf", "spark.cores.max=2"]
-        args = ["--graph", ltg_graph, "--output", there, "--pairs", "200", "--method", "graphframes"]
+        args = ["--graph", graph, "--output", there, "--pairs", "200", "--method", "graphframes"]
         run = subprocess.run(
             [*submit, "jobs/graph_stats.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
         )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "graph_stats: wrote" in run.stdout
     a, b = (json.load(open(os.path.join(p, "stats.json"))) for p in (here, there))
+    # weak: one each, the islands three; strong: every node of the chain, star and dead ends alone,
+    # the islands' five, the cycle and the shortcut's ring one each, one_way's two pairs
+    assert (b["components"]["wcc_count"], b["components"]["scc_count"]) == (9, 6 + 9 + 1 + 4 + 5 + 2 + 1)
     assert a["components"] == b["components"] and a["table1"] == b["table1"]
     assert b["reachability"]["method"] == "graphframes" and a["reachability"]["method"] == "local"
     for k in ("pairs_at_steps", "fraction_within_steps", "decided_by_reachability"):

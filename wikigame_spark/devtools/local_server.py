@@ -6,18 +6,19 @@ model hub and no account. The server listens on 127.0.0.1 only. Two engines serv
 * ``python``: ``python -m llama_cpp.server`` from ``llama-cpp-python[server]`` (installed by
   ``make install``). It answers one request at a time, however many are in flight.
 * ``native``: llama.cpp's own ``llama-server``, with ``--parallel`` slots decoded together in one
-  batch (continuous batching), as production servers (llama.cpp, vLLM) run. ``make llama-server``
-  builds it from the llama.cpp source inside the installed llama-cpp-python's PyPI sdist;
-  ``LLAMA_SERVER`` names another binary.
+  batch (continuous batching), as production servers (llama.cpp, vLLM) run. ``make install``
+  builds it with the bindings' libraries, from the llama.cpp source inside llama-cpp-python's
+  PyPI sdist; ``LLAMA_SERVER`` names another binary.
 
 Both render the conversation in Gemma's own turn format (``<start_of_turn>user … <end_of_turn>``,
 the system message folded into the first user turn, as Gemma has no system role) and stop at the
 end of a turn: the GGUF carries no chat template, so the format is named (:data:`GEMMA_TURNS`,
 registered with llama-cpp-python; llama-server's built-in ``gemma`` template), and each engine
 reports it at ``/props`` for the play run's record. The native server also gives a
-request that names no ``max_tokens`` a cap of its own, and cancels a reply whose client hung up;
-llama_cpp.server finishes it (it drops only queued ones), so there the client's cap is what bounds
-abandoned work (the agents have one by default).
+request that names no ``max_tokens`` a cap of its own. Both stop generating a reply whose client
+hung up: llama-server cancels the task; llama_cpp.server would finish a plain (not streamed) reply,
+so :func:`serve_python` ends it with the end-of-sequence token once the client is gone, and the
+reply keeps its token counts.
 
 The python engine also serves the likelihood agent (``agents/likelihood.py``): the model is loaded
 with ``logits_all``, so ``POST /v1/completions`` with ``echo`` and ``logprobs`` returns the prompt's
@@ -40,6 +41,7 @@ it does not play the game. Runs made with it are labelled so
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import fcntl
 import json
@@ -49,6 +51,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -84,11 +87,11 @@ def gguf_path() -> str:
 
 
 def native_binary() -> str:
-    """llama.cpp's ``llama-server``: ``$LLAMA_SERVER``, else the one ``make llama-server`` built."""
+    """llama.cpp's ``llama-server``: ``$LLAMA_SERVER``, else the one ``make install`` built."""
     built = os.path.join(PROJECT_DIR, ".cache", "llama.cpp", "bin", "llama-server")
     path = os.environ.get("LLAMA_SERVER") or (built if os.path.exists(built) else shutil.which("llama-server"))
     if not path or not os.access(path, os.X_OK):
-        raise RuntimeError(f"no llama-server binary: run `make llama-server` (builds {built}) or set LLAMA_SERVER")
+        raise RuntimeError(f"no llama-server binary: run `make install` (builds {built}) or set LLAMA_SERVER")
     return path
 
 
@@ -205,7 +208,7 @@ def serve_python() -> None:
     from llama_cpp.llama_chat_format import ChatFormatterResponse, register_chat_format
     from llama_cpp.server import app
     from llama_cpp.server.__main__ import main as serve
-    from llama_cpp.server.types import CreateCompletionRequest
+    from llama_cpp.server.types import CreateChatCompletionRequest, CreateCompletionRequest
     from starlette.concurrency import run_in_threadpool
 
     @register_chat_format(GEMMA_TURNS)
@@ -234,10 +237,55 @@ def serve_python() -> None:
                 return JSONResponse({"error": {"message": "logprobs need logits_all"}}, status_code=400)
             return await run_in_threadpool(echo_logprobs, llama, body["prompt"], body.get("cache_prompt", True))
 
-    completion.__annotations__["request"] = Request  # the module's annotations are strings FastAPI cannot resolve
-    app.router.add_api_route("/v1/completions", completion, methods=["POST"], include_in_schema=False)
-    app.router.routes.insert(0, app.router.routes.pop())  # before the stock route of the same path
+    stock_chat = app.create_chat_completion
+
+    async def chat(request: Request):
+        body = CreateChatCompletionRequest(**await request.json())
+        if body.stream:  # llama_cpp.server stops a stream whose client is gone
+            return await stock_chat(request, body)
+        # The stock handler's plain path, with a logits processor that ends the reply once the client
+        # is gone. Not under a grammar: llama.cpp aborts on an end token the grammar does not allow,
+        # and a grammar's answer is short anyway.
+        kwargs = body.model_dump(exclude={"n", "logit_bias_type", "user", "min_tokens"})
+        async with contextlib.asynccontextmanager(app.get_llama_proxy)() as proxy:
+            llama = app.prepare_request_resources(body, proxy, body.model, kwargs)
+            gone = threading.Event()
+            if body.grammar is None:
+                processors = kwargs.get("logits_processor") or llama_cpp.LogitsProcessorList()
+                kwargs["logits_processor"] = processors
+                processors.append(EndWhenGone(gone, llama.token_eos()))
+            watcher = asyncio.create_task(watch_disconnect(request, gone))
+            try:
+                return await run_in_threadpool(llama.create_chat_completion, **kwargs)
+            finally:
+                watcher.cancel()
+
+    for route, path in ((completion, "/v1/completions"), (chat, "/v1/chat/completions")):
+        route.__annotations__["request"] = Request  # the module's annotations are strings FastAPI cannot resolve
+        app.router.add_api_route(path, route, methods=["POST"], include_in_schema=False)
+        app.router.routes.insert(0, app.router.routes.pop())  # before the stock route of the same path
     serve()
+
+
+async def watch_disconnect(request, gone: threading.Event, every: float = 0.1) -> None:
+    """Set ``gone`` when the client of ``request`` hangs up (uvicorn reports it once the body is read)."""
+    while not await request.is_disconnected():
+        await asyncio.sleep(every)
+    gone.set()
+
+
+class EndWhenGone:
+    """A llama-cpp-python logits processor: once ``gone`` is set, only ``eos`` can be sampled, so the
+    reply ends at the next token (finish reason ``stop``) instead of running to its cap."""
+
+    def __init__(self, gone: threading.Event, eos: int):
+        self.gone, self.eos = gone, eos
+
+    def __call__(self, input_ids, scores):
+        if self.gone.is_set():
+            scores[:] = -float("inf")
+            scores[self.eos] = 0.0
+        return scores
 
 
 def echo_logprobs(llama, prompt: str, cache_prompt: bool = True) -> dict:
