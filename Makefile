@@ -23,6 +23,7 @@ LLAMA_CPP_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' conf/constraints-d
 LLAMA_CPP_SDIST = $(LLAMA_CPP)/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz
 $(VENV)/.created: conf/constraints-dev.txt
 	@command -v python3 >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq python3 python3-venv; }
+	@command -v cmake >/dev/null && command -v c++ >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq cmake g++; }
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip download -q --no-binary :all: --no-deps -d $(LLAMA_CPP) llama-cpp-python==$(LLAMA_CPP_VERSION)
@@ -75,7 +76,6 @@ $(VENV)/.spark-conf: conf/spark-defaults.conf conf/log4j2.properties conf/instal
 # concurrency benchmark and tests) runs beside a copy of them in .cache/llama.cpp/bin. Both engines
 # run the same llama.cpp. About 9 minutes on 2 cores.
 $(VENV)/.llama-cpp: $(VENV)/.created
-	@command -v cmake >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq cmake; }
 	@d=$(LLAMA_CPP); v=$(LLAMA_CPP_VERSION); \
 	  lib=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')/llama_cpp/lib; \
 	  rm -rf $$d/src $$d/build $$d/bin && mkdir -p $$d/src $$d/bin $$lib && \

@@ -64,7 +64,7 @@ def run_job(job: str, *args: str, env: dict, timeout: float = 600, process: bool
     main = importlib.import_module(f"jobs.{job}").main
     suite_session()
     out, err = io.StringIO(), io.StringIO()
-    with _environment(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with environment(env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             cli.run(main, list(args))
         except SystemExit as e:
@@ -76,7 +76,7 @@ def run_job(job: str, *args: str, env: dict, timeout: float = 600, process: bool
 
 
 @contextlib.contextmanager
-def _environment(env: dict):
+def environment(env: dict):
     """``env`` as the whole environment and the checkout as the working folder, as a process has."""
     saved, cwd = dict(os.environ), os.getcwd()
     os.environ.clear()

@@ -1,18 +1,23 @@
 """Every Databricks notebook runs as a plain Python script against local Spark on the real data.
 
-Each runs in its own process, as CI would run it: ``python notebooks/X.py --name=value …``, outputs
-under a temporary folder and MLflow in a temporary SQLite store. The Wikipedia chain shares one
-graph: 01 builds it, 03 samples games on it, 04 plays them, 05 reports on the plays.
+Each runs as Databricks runs a notebook: its cells top to bottom in a Python process that already
+has a SparkSession (here the suite's), its widgets given as ``--name=value`` arguments (as
+``python notebooks/X.py --name=value …`` takes them), outputs under a temporary folder and MLflow
+in a temporary SQLite store. The Wikipedia chain shares one graph: 01 builds it, 03 samples games
+on it, 04 plays them, 05 reports on the plays.
 """
 
+import contextlib
+import io
 import json
 import os
-import subprocess
+import runpy
 import sys
 
 import pytest
 
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA, ROOT, suite_session
+from tests.jobs.jobrun import environment
 from wikigame_spark.devtools.openalexgen import PART_2021, PART_2023, Spec, generate
 from wikigame_spark.evaluation.figures import PNG_SIGNATURE
 from wikigame_spark.notebook import VOLUME, Notebook
@@ -33,10 +38,17 @@ def env(tmp_path_factory):
 
 
 def run(notebook: str, env: dict, **widgets: str) -> str:
-    argv = [sys.executable, os.path.join(NOTEBOOKS, f"{notebook}.py"), *(f"--{k}={v}" for k, v in widgets.items())]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"{notebook} failed:\n{proc.stderr[-4000:]}"
-    return proc.stdout
+    """The notebook's cells on the suite's SparkSession, with ``env`` as the environment; what it printed."""
+    path = os.path.join(NOTEBOOKS, f"{notebook}.py")
+    suite_session()
+    out, argv = io.StringIO(), sys.argv
+    sys.argv = [path, *(f"--{k}={v}" for k, v in widgets.items())]
+    try:
+        with environment(env), contextlib.redirect_stdout(out):
+            runpy.run_path(path, run_name="__main__")
+    finally:
+        sys.argv = argv
+    return out.getvalue()
 
 
 def test_notebooks_are_in_databricks_source_format():
