@@ -66,7 +66,7 @@ jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 
 # The project's Spark settings in the venv's own Spark (its pyspark/conf), so spark-submit and the jobs
 # use them from any folder, without SPARK_CONF_DIR.
-$(VENV)/.spark-conf: conf/spark-defaults.conf conf/log4j2.properties conf/install_spark_conf.sh jars/.installed
+$(VENV)/.spark-conf: conf/spark-defaults.conf wikigame_spark/log4j2.properties conf/install_spark_conf.sh jars/.installed
 	@bash conf/install_spark_conf.sh $(PY) $(CURDIR)
 	touch $@
 

@@ -20,7 +20,7 @@ setup(
     version="0.1.0",
     description="Distributed Spark system for the Wikipedia Game: graphs, games, agents, evaluation.",
     packages=find_packages(include=["wikigame_spark", "wikigame_spark.*"]),
-    package_data={"wikigame_spark.human": ["templates/*.html"]},
+    package_data={"wikigame_spark": ["log4j2.properties"], "wikigame_spark.human": ["templates/*.html"]},
     python_requires=">=3.10",
     install_requires=[
         "pyspark>=4.0,<4.2",

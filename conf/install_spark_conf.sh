@@ -16,5 +16,5 @@ jar=$(ls "$project"/jars/graphframes-spark4_2.13-*.jar | head -1)
   echo "spark.driver.extraClassPath           $project/jars/*"
   echo "spark.executor.extraClassPath         $project/jars/*"
 } > "$home/conf/spark-defaults.conf"
-cp "$project/conf/log4j2.properties" "$home/conf/log4j2.properties"
+cp "$project/wikigame_spark/log4j2.properties" "$home/conf/log4j2.properties"
 echo "Spark settings installed in $home/conf"

@@ -117,6 +117,10 @@ def verbose() -> bool:
 
 
 # Loggers that print a task's whole stack trace when it fails (local mode runs executors in the driver).
+# The library's log4j2 profile (package data), and the one Spark falls back on without a profile.
+LOG4J2_PROPERTIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+SPARK_DEFAULT_PROFILE = "org/apache/spark/log4j2-defaults.properties"
+
 _TASK_TRACE_LOGGERS = (
     "org.apache.spark.executor.Executor",
     "org.apache.spark.scheduler.TaskSetManager",
@@ -140,13 +144,14 @@ def session(app_name: str):
     if not verbose():
         jvm = spark.sparkContext._jvm
         log4j = jvm.org.apache.logging.log4j
-        off = log4j.Level.OFF
+        # Spark on its built-in profile (an installed wheel's: no log4j2.properties in its conf) logs
+        # every INFO line, thousands per job, and notes a user cannot act on: the library's profile,
+        # the one `make install` gives the venv's Spark, replaces it. A configuration of one's own stays.
+        source = log4j.LogManager.getContext(False).getConfiguration().getConfigurationSource()
+        if str(source.getLocation()).endswith(SPARK_DEFAULT_PROFILE):
+            log4j.core.config.Configurator.reconfigure(jvm.java.io.File(LOG4J2_PROPERTIES).toURI())
         for name in _TASK_TRACE_LOGGERS:
-            log4j.core.config.Configurator.setLevel(name, off)
-        # Spark without a log4j2.properties of its own (an installed wheel's) logs every INFO line:
-        # thousands per job, the summary buried. A configuration that asks for more stays as it is.
-        if log4j.LogManager.getRootLogger().getLevel().isLessSpecificThan(log4j.Level.INFO):
-            spark.sparkContext.setLogLevel("WARN")
+            log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
     return spark
 
 

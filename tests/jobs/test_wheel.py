@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,7 +59,7 @@ def test_wheel_runs_the_wikipedia_chain_by_spark_submit_from_a_fresh_venv(tmp_pa
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
     assert {n.split("/")[0] for n in names} == {"wikigame_spark", f"wikigame_spark-{expected}.dist-info"}
-    assert "wikigame_spark/human/templates/game.html" in names
+    assert "wikigame_spark/human/templates/game.html" in names and "wikigame_spark/log4j2.properties" in names
 
     venv = str(tmp_path / "venv")
     subprocess.run([sys.executable, "-m", "venv", venv], check=True)
@@ -99,6 +100,14 @@ def test_wheel_runs_the_wikipedia_chain_by_spark_submit_from_a_fresh_venv(tmp_pa
         assert done.returncode == 0, f"{job}: exit {done.returncode}\n{done.stderr[-4000:]}"
         last = done.stdout.rstrip().splitlines()[-1]
         assert last.startswith(f"{job}: wrote "), f"{job}: the last line is not the summary: {last!r}"
+        # Spark has only its built-in log profile here: the job applies the library's
+        # Spark has only its built-in log profile here: it logs its own start, up to its block
+        # manager, before the job can act; then the job applies the library's profile, and no line
+        # of Spark's format (nor a note the profile keeps off) follows
+        lines = done.stderr.splitlines()
+        started = max(i for i, line in enumerate(lines) if "Initialized BlockManager" in line)
+        later = [line for line in lines[started + 1 :] if re.match(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d ", line)]
+        assert not later and "ShippableVertexPartitionOps" not in done.stderr, f"{job}: {later[:10]}"
 
     with open(home / "ltgwiki" / "manifest.json", encoding="utf-8") as f:
         built = json.load(f)
