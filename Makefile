@@ -74,7 +74,7 @@ $(VENV)/.spark-conf: conf/spark-defaults.conf wikigame_spark/log4j2.properties c
 # conf/constraints-dev.txt pins), as shared libraries: the Python bindings load them from their
 # llama_cpp/lib, and llama.cpp's own server (parallel slots decoded in one batch; the LLM
 # concurrency benchmark and tests) runs beside a copy of them in .cache/llama.cpp/bin. Both engines
-# run the same llama.cpp. About 9 minutes on 2 cores.
+# run the same llama.cpp. About 7 minutes on 2 cores.
 $(VENV)/.llama-cpp: $(VENV)/.created
 	@d=$(LLAMA_CPP); v=$(LLAMA_CPP_VERSION); \
 	  lib=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')/llama_cpp/lib; \

@@ -116,11 +116,11 @@ def verbose() -> bool:
     return os.environ.get("WIKIGAME_VERBOSE", "") not in ("", "0")
 
 
-# Loggers that print a task's whole stack trace when it fails (local mode runs executors in the driver).
 # The library's log4j2 profile (package data), and the one Spark falls back on without a profile.
 LOG4J2_PROPERTIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 SPARK_DEFAULT_PROFILE = "org/apache/spark/log4j2-defaults.properties"
 
+# Loggers that print a task's whole stack trace when it fails (local mode runs executors in the driver).
 _TASK_TRACE_LOGGERS = (
     "org.apache.spark.executor.Executor",
     "org.apache.spark.scheduler.TaskSetManager",

@@ -100,7 +100,6 @@ def test_wheel_runs_the_wikipedia_chain_by_spark_submit_from_a_fresh_venv(tmp_pa
         assert done.returncode == 0, f"{job}: exit {done.returncode}\n{done.stderr[-4000:]}"
         last = done.stdout.rstrip().splitlines()[-1]
         assert last.startswith(f"{job}: wrote "), f"{job}: the last line is not the summary: {last!r}"
-        # Spark has only its built-in log profile here: the job applies the library's
         # Spark has only its built-in log profile here: it logs its own start, up to its block
         # manager, before the job can act; then the job applies the library's profile, and no line
         # of Spark's format (nor a note the profile keeps off) follows

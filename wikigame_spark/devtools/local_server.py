@@ -249,11 +249,11 @@ def serve_python() -> None:
         kwargs = body.model_dump(exclude={"n", "logit_bias_type", "user", "min_tokens"})
         async with contextlib.asynccontextmanager(app.get_llama_proxy)() as proxy:
             llama = app.prepare_request_resources(body, proxy, body.model, kwargs)
+            if body.grammar is not None:
+                return await run_in_threadpool(llama.create_chat_completion, **kwargs)
             gone = threading.Event()
-            if body.grammar is None:
-                processors = kwargs.get("logits_processor") or llama_cpp.LogitsProcessorList()
-                kwargs["logits_processor"] = processors
-                processors.append(EndWhenGone(gone, llama.token_eos()))
+            processors = kwargs.setdefault("logits_processor", llama_cpp.LogitsProcessorList())
+            processors.append(EndWhenGone(gone, llama.token_eos()))
             watcher = asyncio.create_task(watch_disconnect(request, gone))
             try:
                 return await run_in_threadpool(llama.create_chat_completion, **kwargs)
