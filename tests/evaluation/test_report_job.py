@@ -239,3 +239,14 @@ def test_the_bundled_model_plays_when_it_chooses_among_the_titles():
     assert not is_plumbing({"agent": "llm", "model": MODEL_ALIAS, "constrained": "grammar"})
     assert not is_plumbing({"agent": "likelihood", "model": MODEL_ALIAS})
     assert not is_plumbing({"agent": "llm", "model": "an-instruction-tuned-model", "constrained": ""})
+
+
+def test_the_bundled_model_is_named_a_base_model_wherever_it_plays():
+    from wikigame_spark.devtools.local_server import MODEL_ALIAS
+    from wikigame_spark.evaluation.evaluate import run_label
+
+    assert run_label({"agent": "likelihood", "model": MODEL_ALIAS}) == "likelihood: gemma-3-270m (base model)"
+    constrained = run_label({"agent": "llm", "model": MODEL_ALIAS, "constrained": "grammar"})
+    assert constrained == "llm: gemma-3-270m constrained=grammar (base model)"
+    assert run_label({"agent": "llm", "model": MODEL_ALIAS}).endswith("(base model: plumbing check)")
+    assert "base" not in run_label({"agent": "llm", "model": "an-instruction-tuned-model"})

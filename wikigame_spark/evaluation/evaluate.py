@@ -32,6 +32,7 @@ from wikigame_spark.play.record import PlayRun
 PLUMBING_MODELS = frozenset({"gemma-3-270m"})
 PLUMBING_TAG = "wikigame.plumbing"  # "true": a model that checks the plumbing, not a player
 PLUMBING_NOTE = "base model: plumbing check"
+BASE_NOTE = "base model"  # the same models where they play (by likelihood, or a constrained answer)
 
 
 # --- Runs as the report names them ------------------------------------------------------------
@@ -68,6 +69,8 @@ def run_label(params: dict, tags: dict | None = None) -> str:
         text += f" ≤{params['max_steps']} steps"
     if is_plumbing(params, tags):
         text += f" ({PLUMBING_NOTE})"
+    elif model in PLUMBING_MODELS:
+        text += f" ({BASE_NOTE})"
     return text + protocols.label_suffix(params)
 
 
