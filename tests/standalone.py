@@ -40,8 +40,10 @@ class StandaloneCluster:
         self.procs: list[subprocess.Popen] = []
         self.url = ""
 
-    def _spawn(self, name: str, *args: str) -> None:
+    def _spawn(self, name: str, *args: str, opts: str = "") -> None:
         env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=os.path.join(self.workdir, "work"))
+        if opts:
+            env["SPARK_WORKER_OPTS"] = opts
         log = open(os.path.join(self.workdir, f"{name}.log"), "wb")
         self.procs.append(
             subprocess.Popen(
@@ -66,8 +68,19 @@ class StandaloneCluster:
     def alive(self) -> bool:
         return bool(self.procs) and all(p.poll() is None for p in self.procs)
 
+    def _gpu_script(self) -> str:
+        """A discovery script that reports one GPU, address 0: the workers offer it to applications
+        that ask for GPUs (``spark.executor.resource.gpu.amount``), so the code path a GPU cluster
+        takes runs here; the device itself stays the CPU, as torch finds no CUDA."""
+        path = os.path.join(self.workdir, "gpus.sh")
+        with open(path, "w") as f:
+            f.write('#!/bin/sh\necho \'{"name": "gpu", "addresses": ["0"]}\'\n')
+        os.chmod(path, 0o755)
+        return path
+
     def _start(self) -> None:
         port, ui = free_port(), free_port()
+        gpus = f"-Dspark.worker.resource.gpu.amount=1 -Dspark.worker.resource.gpu.discoveryScript={self._gpu_script()}"
         self.url = f"spark://127.0.0.1:{port}"
         self._spawn(
             "master",
@@ -92,6 +105,7 @@ class StandaloneCluster:
                 self.memory,
                 "--webui-port",
                 str(free_port()),
+                opts=gpus,
             )
         deadline = time.time() + 120
         while time.time() < deadline:

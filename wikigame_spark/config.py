@@ -317,14 +317,16 @@ class WikipediaBuildConfig:
     language: str = setting("", "language code (default: from the dump's xml:lang / dbname)")
     method: str = setting("fast", "link and summary extraction", choices=("fast", "reference"))
     max_text_bytes: int = setting(8 << 20, "articles with more wikitext are rejected and counted")
-    multistream_task_bytes: int = setting(64 << 20, "compressed bytes per task of a multistream dump", plays=False)
+    task_bytes: int = setting(
+        64 << 20, "compressed bytes per task of a .bz2 dump (whole multistream streams, or bzip2 blocks)", plays=False
+    )
     max_redirect_hops: int = setting(32, "longer redirect chains are counted as cycles")
     summary_chars: int = setting(1000, "characters kept of each article's summary")
     allow_empty: bool = setting(False, "write a graph without articles instead of failing")
     overwrite: bool = setting(False, OVERWRITE_HELP)
 
     def validate(self) -> None:
-        positive(self, "max_text_bytes", "multistream_task_bytes", "max_redirect_hops", "summary_chars")
+        positive(self, "max_text_bytes", "task_bytes", "max_redirect_hops", "summary_chars")
 
 
 @dataclass(frozen=True)

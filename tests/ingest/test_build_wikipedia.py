@@ -13,6 +13,7 @@ from jobs import build_wikipedia
 from tests.conftest import BNWIKI, ENWIKI, LTG
 from wikigame_spark import io
 from wikigame_spark.devtools.dumpgen import write_multistream
+from wikigame_spark.ingest import dumps
 from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
 
 
@@ -116,11 +117,24 @@ def test_multistream_input_gives_the_same_graph(spark, ltg_graph, tmp_path):
     xml = bz2.decompress(open(LTG, "rb").read())
     dump, _ = write_multistream(xml, str(tmp_path), "ltgwiki-20170901", pages_per_stream=100)
     out = str(tmp_path / "multi")
-    assert build_wikipedia.main(["--input", dump, "--output", out, "--multistream-task-bytes", "65536"]) == 0
+    assert build_wikipedia.main(["--input", dump, "--output", out, "--task-bytes", "65536"]) == 0
     a, b = load(spark, ltg_graph), load(spark, out)
     assert b[3]["tasks"] > 5
     for x, y in zip(a[:3], b[:3]):
         assertDataFrameEqual(x, y)
+
+
+@pytest.mark.slow
+def test_plain_bz2_read_by_many_tasks_gives_the_same_graph(spark, ltg_graph, tmp_path, monkeypatch):
+    """One single-stream .bz2 split by its blocks: the same tables and accounting as one task."""
+    monkeypatch.setattr(dumps, "MIN_SPLIT_BYTES", 1)  # the dump is under a MiB
+    out = str(tmp_path / "blocks")
+    assert build_wikipedia.main(["--input", LTG, "--output", out, "--task-bytes", "65536"]) == 0
+    a, b = load(spark, ltg_graph), load(spark, out)
+    assert a[3]["tasks"] == 1 and b[3]["tasks"] == 11
+    for x, y in zip(a[:3], b[:3]):
+        assertDataFrameEqual(x, y)
+    assert a[3]["counts"] == b[3]["counts"]
 
 
 def test_two_files_of_different_wikis_are_refused(tmp_path):

@@ -1,5 +1,7 @@
 import bz2
 import lzma
+import os
+import random
 import shutil
 from collections import Counter
 
@@ -7,7 +9,17 @@ import pytest
 
 from tests.conftest import BNWIKI, ENWIKI, LTG
 from wikigame_spark.devtools.dumpgen import page_xml, small_dump, write_multistream
-from wikigame_spark.ingest.dumps import DumpError, DumpTask, expand_inputs, iter_pages, plan_tasks, read_siteinfo
+from wikigame_spark.ingest import dumps
+from wikigame_spark.ingest.bz2blocks import BLOCK_MAGIC, END_MAGIC, find_magics
+from wikigame_spark.ingest.dumps import (
+    DumpError,
+    DumpTask,
+    expand_inputs,
+    iter_pages,
+    plan_tasks,
+    read_siteinfo,
+    split_bz2,
+)
 from wikigame_spark.ingest.pages import task_rows
 
 
@@ -46,7 +58,7 @@ def test_truncated_bengali_dump_yields_complete_pages_then_a_counted_truncation(
 def test_multistream_splits_into_tasks_with_the_same_pages(tmp_path):
     xml = bz2.decompress(open(LTG, "rb").read())
     dump, _ = write_multistream(xml, str(tmp_path), "ltgwiki-20170901", pages_per_stream=50)
-    tasks = plan_tasks([dump], multistream_task_bytes=64 * 1024)
+    tasks = plan_tasks([dump], task_bytes=64 * 1024)
     assert len(tasks) > 5 and all(not t.whole_file for t in tasks)
     assert tasks[0].start > 0 and tasks[-1].end == (tmp_path / dump).stat().st_size
     split = [r["id"] for t in tasks for r in iter_pages(t)]
@@ -60,6 +72,70 @@ def test_multistream_splits_into_tasks_with_the_same_pages(tmp_path):
 def write(path, data: bytes):
     path.write_bytes(data)
     return str(path)
+
+
+def test_magics_are_found_at_every_bit_shift():
+    rng = random.Random(0)
+    for magic in (BLOCK_MAGIC, END_MAGIC):
+        for at in range(24, 32):  # every bit shift within a byte
+            tail = 13 * 8 - at - 48
+            bits = rng.getrandbits(at) << (48 + tail) | magic << tail | rng.getrandbits(tail)
+            assert find_magics(bits.to_bytes(13, "big"), magic) == [at]
+
+
+@pytest.fixture
+def split_everywhere(monkeypatch):
+    """Plain .bz2 files split however small: the shared dumps are under a MiB."""
+    monkeypatch.setattr(dumps, "MIN_SPLIT_BYTES", 1)
+
+
+@pytest.mark.parametrize("path", [LTG, ENWIKI])
+@pytest.mark.parametrize("task_bytes", [40_000, 150_000, 400_000])
+def test_plain_bz2_splits_into_block_ranges_with_the_same_pages(split_everywhere, path, task_bytes):
+    tasks = split_bz2(path, task_bytes, parallelism=1)
+    assert len(tasks) > 1 and all(t.blocks for t in tasks)
+    assert tasks[0].start == 0 and tasks[-1].end == os.path.getsize(path)
+    per_task = [list(iter_pages(t)) for t in tasks]
+    assert [r for records in per_task for r in records] == list(iter_pages(DumpTask(path)))
+    if task_bytes == 40_000:  # smaller than a block: some tasks own no block, so no page
+        assert [] in per_task
+
+
+def test_plan_has_a_task_per_core_for_a_plain_bz2(split_everywhere, tmp_path):
+    (tasks,) = [plan_tasks([LTG], task_bytes=64 << 20, parallelism=1)]
+    assert tasks == [DumpTask(LTG)]
+    assert len(plan_tasks([LTG], task_bytes=64 << 20, parallelism=4)) == 4
+    xml = tmp_path / "ltg-pages-articles.xml"
+    xml.write_bytes(bz2.decompress(open(LTG, "rb").read()))
+    assert plan_tasks([str(xml)], task_bytes=1000, parallelism=4) == [DumpTask(str(xml))]
+
+
+@pytest.mark.parametrize("cut", [150_000, 400_000, 650_000, -10, -4])
+def test_cut_plain_bz2_split_or_whole_gives_the_same_pages_and_one_truncation(split_everywhere, tmp_path, cut):
+    data = open(LTG, "rb").read()
+    path = tmp_path / "cut-pages-articles.xml.bz2"
+    path.write_bytes(data[:cut])
+    whole = list(iter_pages(DumpTask(str(path))))
+    for task_bytes in (40_000, 150_000):
+        split = [r for t in split_bz2(str(path), task_bytes, 1) for r in iter_pages(t)]
+        assert [r for r in split if "truncated" not in r] == whole[:-1]
+        (truncated,) = [r["truncated"] for r in split if "truncated" in r]
+        assert str(path) in truncated and "a cut-off download" in truncated
+    assert "truncated" in whole[-1]
+
+
+def test_corrupt_block_of_a_split_bz2_names_file_and_byte(split_everywhere, tmp_path):
+    data = bytearray(open(LTG, "rb").read())
+    data[300_000] ^= 0xFF
+    path = tmp_path / "bad-pages-articles.xml.bz2"
+    path.write_bytes(bytes(data))
+    failed = []
+    for task in split_bz2(str(path), 100_000, 1):
+        try:
+            list(iter_pages(task))
+        except DumpError as e:
+            failed.append(str(e))
+    assert failed and all(f"{path} [bytes " in e and "corrupt bzip2 block near byte" in e for e in failed)
 
 
 def test_empty_file_is_a_clear_error(tmp_path):

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, StructType
 
 from wikigame_spark import io, layout
+from wikigame_spark.agents.devices import task_device
 from wikigame_spark.agents.sentence_models import encode, load_model, model_slug
 from wikigame_spark.graph import mapped
 from wikigame_spark.handles import GraphHandle
@@ -29,16 +30,17 @@ VECTOR = "vector"
 EMBEDDINGS = StructType([StructField(ID, LongType(), False), StructField(VECTOR, ArrayType(FloatType(), False), False)])
 
 
-def embed_nodes(
-    nodes: DataFrame, model: str, text_col: str, prompt_name: str | None, batch_size: int = 64
-) -> DataFrame:
-    """``(id, vector)`` for every node, the text taken from ``text_col``."""
+def embed_nodes(nodes: DataFrame, model: str, text_col: str, prompt_name: str | None) -> DataFrame:
+    """``(id, vector)`` for every node, the text taken from ``text_col``, each task's texts on
+    the GPU Spark assigned it, else on the CPU (:mod:`wikigame_spark.agents.devices`)."""
     require_columns(nodes, [ID, text_col], "embed_nodes(nodes)")
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        m = load_model(model)
+        device = task_device()
+        log.info("embedding %s with %s on %s", text_col, model, device.describe())
+        m = load_model(model, device.torch)
         for pdf in batches:
-            vectors = encode(m, pdf[text_col].fillna("").tolist(), prompt_name, batch_size)
+            vectors = encode(m, pdf[text_col].fillna("").tolist(), prompt_name, device.batch_size)
             yield pd.DataFrame({ID: pdf[ID].to_numpy(), VECTOR: list(vectors)})
 
     return nodes.select(ID, text_col).mapInPandas(run, EMBEDDINGS)

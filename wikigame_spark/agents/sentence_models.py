@@ -183,20 +183,20 @@ def model_digest(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=2)
-def _load(name: str):
+def _load(name: str, device: str):
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
     # Models load in Spark's workers, whose stderr is a log, not a terminal: the "Loading weights"
     # progress bar would be a line of carriage returns in it.
     transformers_logging.disable_progress_bar()
-    return SentenceTransformer(resolve_model(name), device="cpu")
+    return SentenceTransformer(resolve_model(name), device=device)
 
 
-def load_model(name: str):
-    """The model, loaded at most once per process."""
+def load_model(name: str, device: str = "cpu"):
+    """The model on ``device`` (a torch device name), loaded at most once per process."""
     with _lock:
-        return _load(name)
+        return _load(name, device)
 
 
 def prompt_names(name: str) -> tuple[str | None, str | None]:

@@ -1,8 +1,9 @@
 """Reading MediaWiki XML dumps: input discovery, task planning, streaming pages.
 
 Runs on plain Python values so it can execute inside Spark tasks and be tested without Spark.
-A task is a whole file, or, for a multistream ``.bz2`` with its ``-index`` file beside it, a
-byte range of whole bz2 streams, so one large file splits into many tasks.
+A task is a whole file, a byte range of whole bz2 streams of a multistream ``.bz2`` with its
+``-index`` file beside it, or a byte range of the bzip2 blocks of any other ``.bz2``: one large file
+splits into many tasks. ``.xml``, ``.xml.gz`` and ``.xml.xz`` files are one task each.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from wikigame_spark.ingest.bz2blocks import CorruptBlock, TruncatedBlocks, iter_blocks
 from wikigame_spark.ingest.titles import SiteInfo
 
 log = logging.getLogger(__name__)
@@ -25,6 +27,12 @@ log = logging.getLogger(__name__)
 DUMP_SUFFIXES = (".xml", ".xml.bz2", ".xml.xz", ".xml.gz", ".bz2", ".xz", ".gz")
 BLOCK = 1 << 20
 PROGRESS_EVERY = 10_000
+# A plain .bz2 splits into no more tasks than it has MiBs: a task of fewer bytes may own no block
+# (a block of 900 kB of XML compresses to about 200 kB).
+MIN_SPLIT_BYTES = 1 << 20
+PAGE_START = b"<page>"
+# Kept back from each block's data so that a tag across two blocks is found whole.
+TAG_TAIL = 64
 
 
 class DumpError(ValueError):
@@ -33,11 +41,13 @@ class DumpError(ValueError):
 
 @dataclass(frozen=True)
 class DumpTask:
-    """A unit of parsing work: a whole file, or ``[start, end)`` bytes of a multistream file."""
+    """A unit of parsing work: a whole file, ``[start, end)`` bytes of whole streams of a
+    multistream file, or (``blocks``) the bzip2 blocks that start in ``[start, end)``."""
 
     path: str
     start: int = 0
     end: int = -1
+    blocks: bool = False
 
     @property
     def whole_file(self) -> bool:
@@ -98,13 +108,25 @@ def read_stream_offsets(index_path: str) -> list[int]:
     return sorted(offsets)
 
 
-def plan_tasks(files: list[str], multistream_task_bytes: int = 64 << 20) -> list[DumpTask]:
-    """One task per file; multistream files with an index become byte ranges of whole streams."""
+def split_bz2(path: str, task_bytes: int, parallelism: int) -> list[DumpTask]:
+    """A plain ``.bz2`` as byte ranges of its blocks: one per ``task_bytes``, and at least one per
+    core (``parallelism``) while each range keeps ``MIN_SPLIT_BYTES``; one small file is one task."""
+    size = os.path.getsize(path)
+    n = max(-(-size // task_bytes), min(parallelism, size // MIN_SPLIT_BYTES))
+    if n <= 1:
+        return [DumpTask(path)]
+    bounds = [size * k // n for k in range(n + 1)]
+    return [DumpTask(path, bounds[k], bounds[k + 1], blocks=True) for k in range(n)]
+
+
+def plan_tasks(files: list[str], task_bytes: int = 64 << 20, parallelism: int = 1) -> list[DumpTask]:
+    """The tasks of the input files: multistream files with an index become byte ranges of whole
+    streams, other ``.bz2`` files byte ranges of their blocks, any other file one task."""
     tasks: list[DumpTask] = []
     for path in files:
         index = index_path_for(path)
         if index is None:
-            tasks.append(DumpTask(path))
+            tasks.extend(split_bz2(path, task_bytes, parallelism) if path.endswith(".bz2") else [DumpTask(path)])
             continue
         offsets = read_stream_offsets(index)
         size = os.path.getsize(path)
@@ -115,7 +137,7 @@ def plan_tasks(files: list[str], multistream_task_bytes: int = 64 << 20) -> list
         bounds = offsets + [size]
         start = bounds[0]
         for i in range(1, len(bounds)):
-            if bounds[i] - start >= multistream_task_bytes or i == len(bounds) - 1:
+            if bounds[i] - start >= task_bytes or i == len(bounds) - 1:
                 tasks.append(DumpTask(path, start, bounds[i]))
                 start = bounds[i]
     return tasks
@@ -128,6 +150,53 @@ _DECOMPRESSORS = {
 }
 
 
+def _owned_pages(task: DumpTask) -> Iterator[bytes]:
+    """The decompressed bytes of the pages a block-range task owns.
+
+    A page belongs to the task whose blocks hold the first byte of its ``<page>`` tag: the task
+    starts at the first such tag in its own blocks and reads on into the next task's blocks until
+    the next tag there (or the dump's end), so every page is read once, whole, by one task.
+    """
+    end_bit = task.end * 8
+    pending = b""
+    ours = 0  # bytes of pending from the task's own blocks: a tag starting there is the task's
+    started = False
+    try:
+        for bit, data in iter_blocks(task.path, task.start):
+            owned = bit < end_bit
+            if not started and not owned:
+                return  # no page starts in the task's blocks
+            pending += data
+            if owned:
+                ours = len(pending)
+                if not started:
+                    i = pending.find(PAGE_START)
+                    if i < 0:
+                        pending = pending[-TAG_TAIL:]
+                        continue
+                    pending, started = pending[i:], True
+                    ours = len(pending)
+            else:
+                i = pending.find(PAGE_START, ours)
+                if i >= 0:
+                    yield pending[:i]
+                    return
+            if len(pending) > TAG_TAIL:
+                cut = len(pending) - TAG_TAIL
+                yield pending[:cut]
+                pending, ours = pending[cut:], max(ours - cut, 0)
+    except CorruptBlock as e:
+        raise DumpError(f"{task.describe()}: {e}") from e
+    except TruncatedBlocks as e:
+        if not (started or task.start == 0):
+            return  # the task that reads into the cut from an earlier block says so
+        if started and pending:
+            yield pending
+        raise _Truncated(f"compressed stream ends early ({e}; a cut-off download?)") from e
+    if started and pending:
+        yield pending
+
+
 def _decompressed_blocks(task: DumpTask) -> Iterator[bytes]:
     """Decompressed bytes of a task, stream by stream (multistream and concatenated files too).
 
@@ -135,6 +204,9 @@ def _decompressed_blocks(task: DumpTask) -> Iterator[bytes]:
     yields everything before the cut. Corrupt data raises :class:`DumpError` naming the file
     and compressed byte offset; a cut-off stream raises :class:`_Truncated`.
     """
+    if task.blocks:
+        yield from _owned_pages(task)
+        return
     suffix = next((s for s in _DECOMPRESSORS if task.path.endswith(s)), None)
     end = task.end if task.end >= 0 else os.path.getsize(task.path)
     with open(task.path, "rb") as f:
@@ -321,7 +393,7 @@ def iter_pages(task: DumpTask) -> Iterator[dict]:
                 raise DumpError(
                     f"{where}: malformed XML at line {line}, column {col} (after page id {last_id}): {e}"
                 ) from e
-        if first:
+        if first and not task.blocks:  # a block range may hold no page start
             raise DumpError(f"{where}: empty file")
         if not task.whole_file:
             parser.feed(b"</mediawiki>")

@@ -14,8 +14,8 @@ def build(ctx: Context) -> Result:
     s: WikipediaBuildConfig = ctx.settings
     files = expand_inputs(list(ctx.inputs["inputs"]))
     site = dump_siteinfo(files, s.language)
-    tasks = plan_tasks(files, s.multistream_task_bytes)
     spark = ctx.spark
+    tasks = plan_tasks(files, s.task_bytes, spark.sparkContext.defaultParallelism)
     with cli.stage("build_wikipedia", "build_graph", files):
         pages = read_dump_pages(spark, tasks, site, s.method, s.max_text_bytes)
         graph = build_graph(pages, s.max_redirect_hops)
