@@ -98,9 +98,10 @@ browser:
 	  { $(APT_GET) update -qq && $(APT_GET) install -y -qq chromium chromium-driver; }
 
 # Everything: the installs side by side (llama.cpp compiles while pip installs the rest and Chromium's
-# packages download, Maven's jars after the venv), then the suite. TEST_WORKERS=N runs N pytest
-# workers, a test file each at a time (docs/contributing.md).
-TEST_WORKERS ?= 0
+# packages download, Maven's jars after the venv), then the suite in TEST_WORKERS pytest workers, a
+# test file each at a time: its tests wait on JVMs, servers and browsers for half their time, so two
+# workers on 2 cores take 34 minutes where one takes 47 (docs/contributing.md).
+TEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory -j4 install browser
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests

@@ -28,6 +28,7 @@ def test_no_gpu_assigned_is_the_cpu_with_its_batch():
     assert task_device() == Device(CPU, (), CPU_BATCH)  # the driver runs no task
 
 
+@pytest.mark.slow  # imports torch
 def test_an_assigned_gpu_torch_cannot_see_falls_back_to_the_cpu_and_says_so(caplog):
     with caplog.at_level(logging.WARNING, logger="wikigame_spark.agents.devices"):
         device = choose(("0",))
@@ -47,7 +48,7 @@ url, texts = sys.argv[1], json.loads(sys.argv[2])
 spark = (
     SparkSession.builder.master(url)
     .config("spark.executor.memory", "1g")
-    .config("spark.cores.max", "2")
+    .config("spark.cores.max", "1")  # one executor: its two tasks take turns on its GPU
     .config("spark.executor.resource.gpu.amount", "1")
     .config("spark.task.resource.gpu.amount", "1")
     .getOrCreate()

@@ -80,9 +80,8 @@ def test_the_traces_read_in_the_mlflow_ui(study, tmp_path):
     """``mlflow server`` on the study's store and headless Chromium: the traced run's Traces tab
     lists its steps with their tokens; a step opens on its query, whose conversation and reply show."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.human.server import chromium
+    from tests.human.server import chromium, page_wait
     from tests.play.test_protocols import mlflow_server
 
     uri, run = study["uri"], study["runs"]["traced"]
@@ -95,15 +94,15 @@ def test_the_traces_read_in_the_mlflow_ui(study, tmp_path):
         browser = chromium(args=("--window-size=2400,1400",))
         try:
             browser.get(f"{url}/#/experiments/{experiment}/runs/{run}/traces?workflowType=machine_learning")
-            WebDriverWait(browser, 120).until(lambda b: f"{len(found)} of {len(found)}" in body(b))
+            page_wait(browser, 120).until(lambda b: f"{len(found)} of {len(found)}" in body(b))
             browser.save_screenshot(str(tmp_path / "traces.png"))
             text = body(browser)
             assert "Tokens" in text and '"target": "Page 10"' in text and '"outcome": "moved"' in text
 
             browser.get(f"{url}/#/experiments/{experiment}/traces?selectedEvaluationId={first.info.trace_id}")
-            WebDriverWait(browser, 120).until(lambda b: "game 0 step 0" in body(b) and "query 1" in body(b))
+            page_wait(browser, 120).until(lambda b: "game 0 step 0" in body(b) and "query 1" in body(b))
             browser.find_element(By.XPATH, "//*[text()='query 1']").click()
-            WebDriverWait(browser, 120).until(lambda b: "following list" in body(b))
+            page_wait(browser, 120).until(lambda b: "following list" in body(b))
             browser.save_screenshot(str(tmp_path / "query.png"))
             text = body(browser)
             reply = next(s for s in first.data.spans if s.name == "query 1").outputs["reply"]

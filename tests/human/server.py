@@ -163,6 +163,15 @@ def shortest_path(adj: dict, source: int, target: int) -> list[int]:
     return path[::-1]
 
 
+def page_wait(browser, seconds: float):
+    """A ``WebDriverWait`` that looks again when an element it read was replaced meanwhile: a
+    React page (the MLflow UI) renders its lists anew as their data arrive."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, seconds, ignored_exceptions=(StaleElementReferenceException,))
+
+
 def chromium(javascript: bool = True, args: tuple[str, ...] = ()):
     """Headless Chromium from Debian's packages through its chromedriver (no download); ``args``:
     more command-line switches."""

@@ -150,9 +150,9 @@ def _mlflow_plays(uri: str, run_id: str, tmp_path) -> pd.DataFrame:
 
 def test_executor_killed_mid_play(cluster, ltg_graph, tmp_path):
     """The paper's embedding agent (re-encoding every step: tasks long enough to be caught busy)."""
-    games = write_games(ltg_graph, 12, seed=5, path=str(tmp_path / "games"))
+    games = write_games(ltg_graph, 6, seed=5, path=str(tmp_path / "games"))
     uri = f"sqlite:///{tmp_path}/m.db"
-    common = ["--graph", ltg_graph, "--games-dir", games, "--agent", "embedding", "--reencode", "--chunk-games", "6"]
+    common = ["--graph", ltg_graph, "--games-dir", games, "--agent", "embedding", "--reencode", "--chunk-games", "3"]
     common += ["--experiment", "faults", "--partitions", "2"]
     undisturbed = run_job(
         "play_games", *common, "--run-name", "calm", "--output", str(tmp_path / "calm"), env=job_env(uri)
@@ -167,9 +167,9 @@ def test_executor_killed_mid_play(cluster, ltg_graph, tmp_path):
     assert killed[columns].reset_index(drop=True).equals(calm[columns].reset_index(drop=True))
     assert [list(r) for r in killed.route] == [list(r) for r in calm.route]
     (run,) = runs_named(uri, "faults", "killed")
-    assert run.info.status == "FINISHED" and run.data.metrics["games"] == 12
+    assert run.info.status == "FINISHED" and run.data.metrics["games"] == 6
     recorded = _mlflow_plays(uri, run.info.run_id, tmp_path)
-    assert sorted(recorded.game_id) == list(range(12))  # each game once
+    assert sorted(recorded.game_id) == list(range(6))  # each game once
 
 
 def test_driver_killed_mid_chunk_resumes_on_the_cluster(cluster, setup):  # noqa: F811

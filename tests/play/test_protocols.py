@@ -16,11 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from mlflow.tracking import MlflowClient
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from jobs import play_games, sample_games
 from jobs import report as report_job
-from tests.human.server import chromium, free_port
+from tests.human.server import chromium, free_port, page_wait
 from wikigame_spark import io, tracking
 from wikigame_spark.agents.base import Agent, AgentSettings, Choice, load_play_config
 from wikigame_spark.agents.llm import LlmAgent
@@ -324,7 +323,7 @@ def test_the_mlflow_ui_compares_the_runs(study, tmp_path):
         try:
             browser.get(f"{url}/{tracking.runs_page(experiment)}")
             headers = lambda: [h.text for h in browser.find_elements(By.CSS_SELECTOR, "[role=columnheader]")]  # noqa: E731
-            WebDriverWait(browser, 120).until(lambda _: "success_rate" in headers())
+            page_wait(browser, 120).until(lambda _: "success_rate" in headers())
             browser.save_screenshot(str(tmp_path / "runs.png"))
             assert "/runs" in browser.current_url
             shown = set(headers())
@@ -335,7 +334,7 @@ def test_the_mlflow_ui_compares_the_runs(study, tmp_path):
             assert "ltgwiki games seed=3 n=24" in text  # the games set is each play run's dataset
 
             browser.get(f"{url}/#/experiments/{experiment}/runs/{tfidf}?workflowType=machine_learning")
-            WebDriverWait(browser, 120).until(lambda b: "tfidf_sample_size" in b.find_element(By.TAG_NAME, "body").text)
+            page_wait(browser, 120).until(lambda b: "tfidf_sample_size" in b.find_element(By.TAG_NAME, "body").text)
             text = browser.find_element(By.TAG_NAME, "body").text
             browser.save_screenshot(str(tmp_path / "run.png"))
             assert "success_rate" in text and "graph_manifest_sha1" in text
@@ -343,7 +342,7 @@ def test_the_mlflow_ui_compares_the_runs(study, tmp_path):
 
             artifacts = f"{url}/#/experiments/{experiment}/runs/{tfidf}/artifacts"
             browser.get(f"{artifacts}/success_by_optimal_steps.png?workflowType=machine_learning")
-            image = WebDriverWait(browser, 120).until(
+            image = page_wait(browser, 120).until(
                 lambda b: next(
                     (
                         i
@@ -357,9 +356,7 @@ def test_the_mlflow_ui_compares_the_runs(study, tmp_path):
             assert image.get_property("naturalWidth") > 300  # the figure, fetched as the artifact (a blob)
             for name, shown in (("summary_by_optimal_steps.json", "success_rate"), ("sample_routes.md", "→")):
                 browser.find_element(By.XPATH, f"//*[text()='{name}']").click()  # the artifact tree
-                WebDriverWait(browser, 120).until(
-                    lambda b, shown=shown: shown in b.find_element(By.TAG_NAME, "body").text
-                )
+                page_wait(browser, 120).until(lambda b, shown=shown: shown in b.find_element(By.TAG_NAME, "body").text)
                 browser.save_screenshot(str(tmp_path / f"{name}.png"))
         finally:
             browser.quit()
