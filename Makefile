@@ -170,6 +170,7 @@ demo-models: install
 
 bench: install
 	$(PY) bench/bench_wikipedia.py
+	$(PY) bench/bench_bz2_split.py
 	$(PY) bench/bench_openalex.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_scale.py
