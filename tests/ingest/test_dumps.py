@@ -3,6 +3,7 @@ import lzma
 import os
 import random
 import shutil
+import string
 from collections import Counter
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from tests.conftest import BNWIKI, ENWIKI, LTG
 from wikigame_spark.devtools.dumpgen import page_xml, small_dump, write_multistream
 from wikigame_spark.ingest import dumps
-from wikigame_spark.ingest.bz2blocks import BLOCK_MAGIC, END_MAGIC, find_magics
+from wikigame_spark.ingest.bz2blocks import BLOCK_MAGIC, END_MAGIC, find_magics, iter_blocks
 from wikigame_spark.ingest.dumps import (
     DumpError,
     DumpTask,
@@ -108,6 +109,32 @@ def test_plan_has_a_task_per_core_for_a_plain_bz2(split_everywhere, tmp_path):
     xml = tmp_path / "ltg-pages-articles.xml"
     xml.write_bytes(bz2.decompress(open(LTG, "rb").read()))
     assert plan_tasks([str(xml)], task_bytes=1000, parallelism=4) == [DumpTask(str(xml))]
+
+
+def test_a_page_tag_across_two_tasks_blocks_is_read_once_by_the_first(tmp_path):
+    """A task whose one block holds no page but the first bytes of a ``<page>`` tag: the page is
+    its own, read from the next task's blocks, and that task starts at the page after."""
+    head, rest = small_dump([page_xml(f"Page {i}", i + 1, "Some text. " * 40) for i in range(60)]).split("  <page>", 1)
+    path = str(tmp_path / "straddle-pages-articles.xml.bz2")
+
+    def write(filler: str) -> bytes:  # letters in turn: no runs for bzip2's first encoding to shorten
+        data = f"{head}<!-- {filler} -->\n  <page>{rest}".encode()
+        with open(path, "wb") as f:
+            f.write(bz2.compress(data, 9))
+        return data
+
+    letters, size = string.ascii_lowercase * 40_000, 880_000
+    for _ in range(6):  # where block 1 ends depends a little on what it holds: aim again
+        data = write(letters[:size])
+        (_, first), (second, _) = list(iter_blocks(path))[:2]
+        if len(first) - 6 < data.index(b"<page>") < len(first):
+            break
+        size += len(first) - 3 - data.index(b"<page>")
+    assert len(first) - 6 < data.index(b"<page>") < len(first)  # the tag begins in block 1, ends in 2
+    tasks = [DumpTask(path, 0, second // 8, blocks=True), DumpTask(path, second // 8, os.path.getsize(path), True)]
+    per_task = [[r["title"] for r in iter_pages(t)] for t in tasks]
+    assert per_task[0] == ["Page 0"] and per_task[1][0] == "Page 1"
+    assert [r for t in tasks for r in iter_pages(t)] == list(iter_pages(DumpTask(path)))
 
 
 @pytest.mark.parametrize("cut", [150_000, 400_000, 650_000, -10, -4])

@@ -164,19 +164,19 @@ def _owned_pages(task: DumpTask) -> Iterator[bytes]:
     try:
         for bit, data in iter_blocks(task.path, task.start):
             owned = bit < end_bit
-            if not started and not owned:
-                return  # no page starts in the task's blocks
             pending += data
             if owned:
                 ours = len(pending)
-                if not started:
-                    i = pending.find(PAGE_START)
-                    if i < 0:
-                        pending = pending[-TAG_TAIL:]
-                        continue
-                    pending, started = pending[i:], True
+            if not started:
+                i = pending.find(PAGE_START)
+                if not 0 <= i < ours:  # no page starts in the task's blocks so far
+                    if not owned:
+                        return
+                    pending = pending[-TAG_TAIL:]
                     ours = len(pending)
-            else:
+                    continue
+                pending, ours, started = pending[i:], ours - i, True
+            if not owned:
                 i = pending.find(PAGE_START, ours)
                 if i >= 0:
                     yield pending[:i]
