@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import BNWIKI, ENWIKI, LTG
 from wikigame_spark.devtools.dumpgen import page_xml, small_dump, write_multistream
 from wikigame_spark.ingest import dumps
-from wikigame_spark.ingest.bz2blocks import BLOCK_MAGIC, END_MAGIC, find_magics, iter_blocks
+from wikigame_spark.ingest.bz2blocks import BLOCK_MAGIC, END_MAGIC, CorruptBlock, find_magics, iter_blocks
 from wikigame_spark.ingest.dumps import (
     DumpError,
     DumpTask,
@@ -109,6 +109,19 @@ def test_plan_has_a_task_per_core_for_a_plain_bz2(split_everywhere, tmp_path):
     xml = tmp_path / "ltg-pages-articles.xml"
     xml.write_bytes(bz2.decompress(open(LTG, "rb").read()))
     assert plan_tasks([str(xml)], task_bytes=1000, parallelism=4) == [DumpTask(str(xml))]
+
+
+def test_a_false_magic_before_a_ranges_first_block_is_passed_over(tmp_path):
+    """Bytes that read as a block magic but start no block (a chance match inside compressed data)
+    are skipped by a range that starts before them, and are corrupt data to one from byte 0."""
+    real = open(LTG, "rb").read()
+    path = tmp_path / "false-magic.xml.bz2"
+    path.write_bytes(b"\x00" + BLOCK_MAGIC.to_bytes(6, "big") + bytes(range(256)) * 4 + real)
+    blocks = list(iter_blocks(str(path), 1))
+    assert b"".join(data for _, data in blocks) == bz2.decompress(real)
+    assert blocks[0][0] == (7 + 1024 + 4) * 8  # the real first block, after the stream's header
+    with pytest.raises(CorruptBlock, match="near byte 1"):
+        next(iter_blocks(str(path), 0))
 
 
 def test_a_page_tag_across_two_tasks_blocks_is_read_once_by_the_first(tmp_path):

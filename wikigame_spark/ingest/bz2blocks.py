@@ -137,6 +137,10 @@ def iter_blocks(path: str, start: int = 0) -> Iterator[tuple[int, bytes]]:
         f.seek(start)
         scan = _Scanner(f, start)
         ended = True  # the last magic taken closed a stream
+        # Until a block of the range decodes, a magic that decodes as none is a false match inside
+        # the block the range starts in, and is passed over; from byte 0 the first magic follows
+        # the file's header and is a block's.
+        anchored = start == 0
         while True:
             scan.want(1)
             while scan.magics and scan.magics[0][1]:  # the end of a stream, and its CRC
@@ -147,7 +151,7 @@ def iter_blocks(path: str, start: int = 0) -> Iterator[tuple[int, bytes]]:
                 if not ended:
                     raise TruncatedBlocks(f"the file ends at byte {scan.end_bit // 8} before its stream's end")
                 return
-            first = scan.magics[0][0]
+            first, data = scan.magics[0][0], b""
             for n in range(1, MAX_FALSE_MATCHES + 2):
                 scan.want(n + 1)
                 last = n >= len(scan.magics)
@@ -156,15 +160,17 @@ def iter_blocks(path: str, start: int = 0) -> Iterator[tuple[int, bytes]]:
                     data = scan.decode_last(first) if last else scan.decode(first, stop)
                 except (OSError, ValueError):
                     data = b""
-                if not data:
-                    if last:
-                        raise TruncatedBlocks(f"the file ends inside the block at byte {first // 8}")
-                    continue
-                for _ in range(min(n, len(scan.magics))):
+                if data or last:
+                    break
+            if not data:
+                if not anchored:  # a false match inside the block the range starts in: look on
                     scan.magics.popleft()
-                ended = False
-                break
-            else:
+                    continue
+                if last:
+                    raise TruncatedBlocks(f"the file ends inside the block at byte {first // 8}")
                 raise CorruptBlock(f"corrupt bzip2 block near byte {first // 8}")
+            for _ in range(min(n, len(scan.magics))):
+                scan.magics.popleft()
+            ended, anchored = False, True
             yield first, data
             scan.forget_before(stop)
