@@ -132,6 +132,7 @@ def test_two_processes_on_one_run_name(setup):
         assert json.load(f)["mlflow_run_id"] == finished.info.run_id
 
 
+@pytest.mark.slow
 def test_the_run_record_names_graph_games_agent_model(setup, spark, monkeypatch, tmp_path):
     s = setup
     monkeypatch.setenv("MLFLOW_TRACKING_URI", s["uri"])
