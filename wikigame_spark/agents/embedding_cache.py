@@ -18,7 +18,8 @@ from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, Struc
 
 from wikigame_spark import io, layout
 from wikigame_spark.agents.devices import task_device
-from wikigame_spark.agents.sentence_models import encode, load_model, model_slug
+from wikigame_spark.agents.encoders import REFERENCE, Runtime, load_encoder
+from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.graph import mapped
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import CacheDir
@@ -30,43 +31,56 @@ VECTOR = "vector"
 EMBEDDINGS = StructType([StructField(ID, LongType(), False), StructField(VECTOR, ArrayType(FloatType(), False), False)])
 
 
-def embed_nodes(nodes: DataFrame, model: str, text_col: str, prompt_name: str | None) -> DataFrame:
+def embed_nodes(
+    nodes: DataFrame, model: str, text_col: str, prompt_name: str | None, runtime: Runtime = REFERENCE
+) -> DataFrame:
     """``(id, vector)`` for every node, the text taken from ``text_col``, each task's texts on
-    the GPU Spark assigned it, else on the CPU (:mod:`wikigame_spark.agents.devices`)."""
+    the GPU Spark assigned it (with torch), else on the CPU with ``runtime``
+    (:mod:`wikigame_spark.agents.devices`, :mod:`wikigame_spark.agents.encoders`)."""
     require_columns(nodes, [ID, text_col], "embed_nodes(nodes)")
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         device = task_device()
-        log.info("embedding %s with %s on %s", text_col, model, device.describe())
-        m = load_model(model, device.torch)
+        encoder = load_encoder(model, runtime, device.torch)
+        log.info("embedding %s with %s (%s) on %s", text_col, model, encoder.runtime.backend, device.describe())
         for pdf in batches:
-            vectors = encode(m, pdf[text_col].fillna("").tolist(), prompt_name, device.batch_size)
+            vectors = encoder.encode(pdf[text_col].fillna("").tolist(), prompt_name, device.batch_size)
             yield pd.DataFrame({ID: pdf[ID].to_numpy(), VECTOR: list(vectors)})
 
     return nodes.select(ID, text_col).mapInPandas(run, EMBEDDINGS)
 
 
-def cache_path(cache_dir: str, model: str, text_col: str, prompt_name: str | None) -> str:
-    return CacheDir(cache_dir).embeddings(model_slug(model), text_col, prompt_name)
+def cache_path(cache_dir: str, model: str, text_col: str, prompt_name: str | None, runtime: Runtime = REFERENCE) -> str:
+    """The cache's folder: the model's, with the runtime beside its name unless torch in float32."""
+    slug = model_slug(model) + (f"--{runtime.slug}" if runtime.slug else "")
+    return CacheDir(cache_dir).embeddings(slug, text_col, prompt_name)
 
 
 def ensure_embeddings(
-    spark: SparkSession, graph: GraphHandle, cache_dir: str, model: str, text_col: str, prompt_name: str | None
+    spark: SparkSession,
+    graph: GraphHandle,
+    cache_dir: str,
+    model: str,
+    text_col: str,
+    prompt_name: str | None,
+    runtime: Runtime = REFERENCE,
 ) -> str:
     """The mapped matrix of these embeddings (for :func:`load_matrix`), computing the cache first
     if it is not there."""
-    path = cache_path(cache_dir, model, text_col, prompt_name)
+    path = cache_path(cache_dir, model, text_col, prompt_name, runtime)
     created = graph.manifest.get("created")
     if io.current_cache(spark, path, created):
         return mapped.ensure_matrix(spark, path)
     nodes = io.read_table(spark, graph.dir.nodes, NODES)
     n_parts = max(spark.sparkContext.defaultParallelism, 1)
-    vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name)
+    vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name, runtime)
     manifest = {
         "kind": "embeddings",
         "graph": graph.path,
         "source_created": created,
         "model": model,
+        "backend": runtime.backend,
+        "int8": runtime.int8,
         "text": text_col,
         "prompt_name": prompt_name,
     }

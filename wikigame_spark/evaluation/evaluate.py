@@ -59,6 +59,8 @@ def run_label(params: dict, tags: dict | None = None) -> str:
     agent = params.get("agent") or "?"
     model = params.get("model") or ""
     text = f"{agent}: {model_slug(model)}" if model else agent
+    if params.get("backend") not in (None, "", "torch"):  # the embedding agent's runtime
+        text += f" {params['backend']}" + (" int8" if params.get("int8") == "True" else "")
     if params.get("use_titles") == "True":
         text += " (titles)"
     if params.get("top_k") not in (None, "", "0"):
