@@ -175,6 +175,7 @@ bench: install
 	$(PY) bench/bench_openalex.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_scale.py
+	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PY) bench/bench_embedding.py
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_llm.py
 

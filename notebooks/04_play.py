@@ -7,7 +7,8 @@
 # MAGIC
 # MAGIC Cluster libraries: the wikigame-spark wheel with its `embedding` extra (next cell: the
 # MAGIC embedding agent's sentence-transformers and its bundled model; `make wheel` builds it in `dist/`,
-# MAGIC upload it to the volume), nothing else.
+# MAGIC upload it to the volume), nothing else; with `embedding_backend` onnx or openvino, the
+# MAGIC `embedding-runtimes` extra instead (docs/agents.md: each runtime's speed and agreement).
 
 # COMMAND ----------
 
@@ -34,6 +35,7 @@ graph = widget("graph", f"{out}/ltgwiki")
 agents = [a.strip() for a in widget("agents", "random,tfidf,embedding").split(",") if a.strip()]
 games = widget("games", "50", "0")  # the first N games of the graph's games table; 0 = all
 max_steps = widget("max_steps", "100")
+backend = widget("embedding_backend", "torch")  # the embedding agent's runtime: torch, onnx, openvino
 experiment = widget("experiment", "notebooks", "/Shared/wikigame")
 if not ON_DATABRICKS:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the default embedding model ships in a package
@@ -45,6 +47,7 @@ from wikigame_spark.jobs.play_games import JOB as play_games  # noqa: E402
 for agent in agents:
     play_games.main(
         ["--graph", graph, "--agent", agent, "--games", games, "--max-steps", max_steps]
+        + (["--backend", backend] if agent == "embedding" else [])
         + ["--experiment", experiment, "--overwrite"]
     )
 
@@ -56,6 +59,7 @@ from wikigame_spark import tracking  # noqa: E402
 
 tracking.setup(experiment)
 runs = mlflow.search_runs(experiment_names=[experiment], filter_string="params.agent != ''")
-columns = ["tags.mlflow.runName", "params.agent", "params.model", "metrics.games", "metrics.success_rate"]
+columns = ["tags.mlflow.runName", "params.agent", "params.model", "params.backend", "metrics.games"]
+columns += ["metrics.success_rate"]
 columns += ["metrics.success_rate_se", "metrics.steps_above_optimal_mean"]
 show(runs[[c for c in columns if c in runs.columns]])

@@ -44,6 +44,9 @@ _EXTRA_FEATURES = {"modality"}  # preprocess's bookkeeping, not a model input
 _PACKAGES = {ONNX: ("onnx", "onnxscript", "onnxruntime"), OPENVINO: ("onnx", "onnxscript", "openvino", "nncf")}
 
 _lock = threading.Lock()
+# ONNX Runtime and OpenVINO keep the memory their largest batch needed: at 64 texts of 256 tokens
+# a MiniLM process held 2.6 GB, at 16 1.5 GB (torch: 1.3 GB at 64), for the same CPU time.
+EXPORTED_BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,7 @@ class Encoder:
     def encode(self, texts: list[str], prompt_name: str | None, batch_size: int = 64) -> np.ndarray:
         if self.runtime.backend == TORCH:
             return encode(self.st, texts, prompt_name, batch_size)
+        batch_size = min(batch_size, EXPORTED_BATCH)
         prompt = self.st.prompts.get(prompt_name) if prompt_name else None
         out = np.empty((len(texts), self.st.get_embedding_dimension()), dtype=np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")
