@@ -59,8 +59,9 @@ def run_label(params: dict, tags: dict | None = None) -> str:
     agent = params.get("agent") or "?"
     model = params.get("model") or ""
     text = f"{agent}: {model_slug(model)}" if model else agent
-    if params.get("backend") not in (None, "", "torch"):  # the embedding agent's runtime
-        text += f" {params['backend']}" + (" int8" if params.get("int8") == "True" else "")
+    backend, int8 = params.get("backend") or "torch", params.get("int8") == "True"  # the embedding agent's runtime
+    if backend != "torch" or int8:
+        text += f" {backend}" + (" int8" if int8 else "")
     if params.get("use_titles") == "True":
         text += " (titles)"
     if params.get("top_k") not in (None, "", "0"):
