@@ -44,8 +44,8 @@ def suite_session():
     return session
 
 
-# How long a test's needs make it, for the order the workers take the tests in: clusters, then
-# browsers, then the other slow tests (markers: pytest.ini).
+# How long a test's needs make it, for the order the workers take the test files in: clusters,
+# then browsers, then the other slow tests (markers: pytest.ini).
 _WEIGHT = {"cluster": 3, "browser": 2, "slow": 1}
 
 
@@ -53,20 +53,13 @@ def _weight(item) -> int:
     return max((w for name, w in _WEIGHT.items() if item.get_closest_marker(name)), default=0)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Groups for ``--dist loadgroup`` (make test): a test file is one group, so its module
-    fixtures are built once, and every ``cluster`` test is in one, so one worker starts the one
-    standalone cluster. The heaviest groups come first: a worker takes a group when it is free,
-    and a long one taken last would leave the other worker idle at the end."""
-    for item in items:
-        group = "cluster" if item.get_closest_marker("cluster") else item.module.__name__
-        item.add_marker(pytest.mark.xdist_group(group))
+    """The heaviest test files first (``--dist loadfile``, make test): a worker takes the next
+    file when it is free, and a long one taken last would leave the other worker idle at the end."""
     heaviest: dict[str, int] = {}
     for item in items:
-        group = item.get_closest_marker("xdist_group").args[0]
-        heaviest[group] = max(heaviest.get(group, 0), _weight(item))
-    items.sort(key=lambda item: -heaviest[item.get_closest_marker("xdist_group").args[0]])
+        heaviest[item.module.__name__] = max(heaviest.get(item.module.__name__, 0), _weight(item))
+    items.sort(key=lambda item: -heaviest[item.module.__name__])
 
 
 @pytest.fixture(scope="session")
