@@ -99,13 +99,14 @@ browser:
 
 # Everything: the installs side by side (llama.cpp compiles while pip installs the rest and Chromium's
 # packages download, Maven's jars after the venv), then the suite in TEST_WORKERS pytest workers, a
-# test file each at a time, the heaviest first (tests/conftest.py): its tests wait on JVMs, servers
-# and browsers for half their time, so two workers on 2 cores take 34 minutes where one takes 47
-# (docs/contributing.md).
+# test file each at a time, the heaviest first (tests/conftest.py; --no-loadscope-reorder: xdist
+# would otherwise start with the files of most tests, and a one-test file of four minutes came
+# last): its tests wait on JVMs, servers and browsers for half their time, so two workers on 2
+# cores take 34 minutes where one takes 47 (docs/contributing.md).
 TEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory -j4 install browser
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 # The inner loop before each commit (docs/contributing.md): lint, then the tests that need no
 # cluster or browser, and none of the slow end-to-end ones.
