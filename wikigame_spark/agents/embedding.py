@@ -47,6 +47,9 @@ class EmbeddingOptions(AgentOptions):
     def runtime(self) -> Runtime:
         return Runtime(self.backend, self.int8)
 
+    def run_name_parts(self) -> tuple[str, ...]:
+        return (self.runtime.slug,) if self.runtime.slug else ()
+
 
 @register_agent("embedding", options=EmbeddingOptions)
 class EmbeddingAgent(Agent):

@@ -141,22 +141,24 @@ def _export_onnx(st, dest: str) -> None:
     registration = logging.getLogger("torch.onnx._internal.exporter._registration")
     level = registration.level
     registration.setLevel(logging.ERROR)
-    with warnings.catch_warnings():
-        # every input shares the two dimensions, so the exporter names them once and says so
-        warnings.filterwarnings("ignore", "# The axis name", UserWarning)
-        torch.onnx.export(
-            _wrapper(st),
-            (),
-            os.path.join(dest, _EXPORT_FILE[ONNX]),
-            kwargs={n: sample[n] for n in names},
-            input_names=list(names),
-            output_names=["sentence_embedding"],
-            dynamic_shapes={n: {0: batch, 1: seq} for n in names},
-            dynamo=True,
-            external_data=False,
-            verbose=False,
-        )
-    registration.setLevel(level)
+    try:
+        with warnings.catch_warnings():
+            # every input shares the two dimensions, so the exporter names them once and says so
+            warnings.filterwarnings("ignore", "# The axis name", UserWarning)
+            torch.onnx.export(
+                _wrapper(st),
+                (),
+                os.path.join(dest, _EXPORT_FILE[ONNX]),
+                kwargs={n: sample[n] for n in names},
+                input_names=list(names),
+                output_names=["sentence_embedding"],
+                dynamic_shapes={n: {0: batch, 1: seq} for n in names},
+                dynamo=True,
+                external_data=False,
+                verbose=False,
+            )
+    finally:
+        registration.setLevel(level)
 
 
 def _onnx_int8(source: str, dest: str) -> None:

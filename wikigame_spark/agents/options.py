@@ -24,6 +24,10 @@ class AgentOptions:
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming a setting whose value cannot work (the base has none)."""
 
+    def run_name_parts(self) -> tuple[str, ...]:
+        """What a run's default name adds after the model for these options (the base: nothing)."""
+        return ()
+
 
 def option(default: Any, help: str, plays: bool = True, choices: tuple | None = None) -> Any:
     """A field of an :class:`AgentOptions` class: default, flag help, whether it changes the plays."""

@@ -53,8 +53,7 @@ def agent_model(cfg: PlayConfig) -> str | None:
 
 def default_run_name(cfg: PlayConfig) -> str:
     model = agent_model(cfg)
-    runtime = getattr(cfg.agent_options, "runtime", None)  # an embedding agent's, unless torch in float32
-    parts = [cfg.agent] + ([model_slug(model)] if model else []) + ([runtime.slug] if runtime and runtime.slug else [])
+    parts = [cfg.agent] + ([model_slug(model)] if model else []) + list(cfg.agent_options.run_name_parts())
     parts += ["titles"] if cfg.use_titles else []
     parts += [cfg.protocol] if cfg.protocol != "paper" else []
     return "-".join(parts + [f"s{cfg.seed}", f"n{cfg.games or 'all'}"])
