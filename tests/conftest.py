@@ -24,6 +24,19 @@ os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+# Every JVM the tests start lives seconds to minutes on small data: C1 alone compiles what they run,
+# and C2's compiler threads would otherwise take about half the CPU of a Spark test (the build job's
+# tests: 115 CPU-seconds with C2, 61 without). Through Spark's own variables, which print nothing: the
+# drivers (PySpark's gateway too), their executors (a spark.* system property is Spark conf), the
+# standalone master and workers.
+_C1_ONLY = "-XX:TieredStopAtLevel=1"
+JVM_ENV = {
+    "SPARK_SUBMIT_OPTS": f"{_C1_ONLY} -Dspark.executor.defaultJavaOptions={_C1_ONLY}",
+    "SPARK_DAEMON_JAVA_OPTS": _C1_ONLY,
+}
+for _name, _value in JVM_ENV.items():
+    os.environ.setdefault(_name, _value)
+
 SESSION_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
@@ -33,15 +46,11 @@ SESSION_CONF = {
 
 
 def suite_session():
-    """The one local SparkSession of the run (tests and the jobs they run in this process)."""
-    import tempfile
-
+    """The one local SparkSession of the run (tests and the jobs they run in this process). No
+    checkpoint directory: the library checkpoints locally, as the jobs do under spark-submit."""
     from wikigame_spark.session import build_session
 
-    session = build_session("wikigame-tests", master="local[2]", conf=SESSION_CONF)
-    if session.sparkContext.getCheckpointDir() is None:
-        session.sparkContext.setCheckpointDir(tempfile.mkdtemp(prefix="wikigame-checkpoints-"))
-    return session
+    return build_session("wikigame-tests", master="local[2]", conf=SESSION_CONF)
 
 
 # How long a test's needs make it, for the order the workers take the test files in: clusters,

@@ -20,7 +20,7 @@ from importlib.metadata import version
 
 import pytest
 
-from tests.conftest import LTG, ROOT
+from tests.conftest import JVM_ENV, LTG, ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +47,7 @@ def user_env(venv: str, store: str) -> dict:
         PATH=f"{os.path.join(venv, 'bin')}{os.pathsep}{env.get('PATH', '')}",
         VIRTUAL_ENV=venv,
         SPARK_LOCAL_IP="127.0.0.1",  # the tests talk to loopback only
+        **JVM_ENV,  # the tests' JIT setting (tests/conftest.py)
         MLFLOW_TRACKING_URI=f"sqlite:///{os.path.join(store, 'mlflow.db')}",
     )
     return env
