@@ -30,8 +30,9 @@ $(VENV)/.created: conf/constraints-dev.txt
 	CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" $(PY) -m pip install -q --no-cache-dir $(LLAMA_CPP_SDIST)
 	touch $@
 
+# --no-compile: bytecode for the modules imported, when first imported, not for all of torch and the rest
 $(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created
-	$(PY) -m pip install -q -e '.[dev]' -c conf/constraints-dev.txt
+	$(PY) -m pip install -q --no-compile -e '.[dev]' -c conf/constraints-dev.txt
 	touch $@
 
 # The library as one wheel for a cluster (docs/cluster.md): dist/wikigame_spark-<version>-py3-none-any.whl,
@@ -61,7 +62,9 @@ jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 	      || { echo "error: $$jar is missing or not the vendored GraphFrames $$v (sha256 $(GRAPHFRAMES_SHA256))"; exit 1; }; \
 	    mvn -q -B install:install-file -Dfile=$$jar -DgroupId=io.graphframes \
 	      -DartifactId=graphframes-spark4_2.13 -Dversion=$$v -Dpackaging=jar; }
-	mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars
+	@# Maven 3.8 writes colour resets even when quiet and not on a terminal: kept out of the log
+	set -o pipefail; mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars \
+	  | sed 's/\x1b\[[0-9;]*m//g'
 	touch $@
 
 # The project's Spark settings in the venv's own Spark (its pyspark/conf), so spark-submit and the jobs
@@ -74,21 +77,10 @@ $(VENV)/.spark-conf: conf/spark-defaults.conf wikigame_spark/log4j2.properties c
 # conf/constraints-dev.txt pins), as shared libraries: the Python bindings load them from their
 # llama_cpp/lib, and llama.cpp's own server (parallel slots decoded in one batch; the LLM
 # concurrency benchmark and tests) runs beside a copy of them in .cache/llama.cpp/bin. Both engines
-# run the same llama.cpp. About 7 minutes on 2 cores.
-$(VENV)/.llama-cpp: $(VENV)/.created
-	@d=$(LLAMA_CPP); v=$(LLAMA_CPP_VERSION); \
-	  lib=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')/llama_cpp/lib; \
-	  rm -rf $$d/src $$d/build $$d/bin && mkdir -p $$d/src $$d/bin $$lib && \
-	  tar xzf $(LLAMA_CPP_SDIST) -C $$d/src --strip-components=3 llama_cpp_python-$$v/vendor/llama.cpp && \
-	  echo "building llama.cpp $$v: the bindings' libraries and llama-server (log: $$d/build.log)" && \
-	  cmake -S $$d/src -B $$d/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-	    '-DCMAKE_INSTALL_RPATH=$$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DLLAMA_BUILD_TESTS=OFF \
-	    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF \
-	    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF > $$d/build.log 2>&1 && \
-	  cmake --build $$d/build --target llama-server mtmd -j$$(nproc) >> $$d/build.log 2>&1 || \
-	  { echo "error: the llama.cpp build failed; see $$d/build.log"; tail -20 $$d/build.log; exit 1; }; \
-	  cp -P $$d/build/bin/lib*.so* $$lib/ && cp -P $$d/build/bin/lib*.so* $$d/build/bin/llama-server $$d/bin/ && \
-	  rm -rf $$d/src $$d/build
+# run the same llama.cpp. About 7 minutes on 2 cores, once per machine: the build is kept in the
+# user's cache folder, beside pip's (conf/build_llama_cpp.sh).
+$(VENV)/.llama-cpp: $(VENV)/.created conf/build_llama_cpp.sh
+	@bash conf/build_llama_cpp.sh $(PY) $(LLAMA_CPP_SDIST) $(LLAMA_CPP_VERSION) $(LLAMA_CPP)
 	$(PY) -c 'import llama_cpp; print("llama-cpp-python", llama_cpp.__version__, "loads", llama_cpp.llama_cpp._lib._name)'
 	touch $@
 

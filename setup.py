@@ -23,6 +23,8 @@ setup(
     version="0.1.0",
     description="Distributed Spark system for the Wikipedia Game: graphs, games, agents, evaluation.",
     packages=find_packages(include=["wikigame_spark", "wikigame_spark.*"]),
+    # the packages sit in the project folder: an editable install is then a plain path entry
+    package_dir={"": "."},
     package_data={"wikigame_spark": ["log4j2.properties"], "wikigame_spark.human": ["templates/*.html"]},
     python_requires=">=3.10",
     install_requires=[
