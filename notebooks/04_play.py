@@ -6,9 +6,10 @@
 # MAGIC `OPENAI_BASE_URL` / `OPENAI_API_KEY` in the cluster's environment (a secret), never in a widget.
 # MAGIC
 # MAGIC Cluster libraries: the wikigame-spark wheel with its `embedding` extra (next cell: the
-# MAGIC embedding agent's sentence-transformers and its bundled model; `make wheel` builds it in `dist/`,
-# MAGIC upload it to the volume), nothing else; with `embedding_backend` onnx or openvino, the
-# MAGIC `embedding-runtimes` extra instead (docs/agents.md: each runtime's speed and agreement).
+# MAGIC embedding agent's sentence-transformers, its bundled model and OpenVINO, its default runtime;
+# MAGIC `make wheel` builds it in `dist/`, upload it to the volume), nothing else; with
+# MAGIC `embedding_backend` onnx, the `embedding-runtimes` extra instead (docs/agents.md: each
+# MAGIC runtime's speed and agreement).
 
 # COMMAND ----------
 
@@ -35,7 +36,7 @@ graph = widget("graph", f"{out}/ltgwiki")
 agents = [a.strip() for a in widget("agents", "random,tfidf,embedding").split(",") if a.strip()]
 games = widget("games", "50", "0")  # the first N games of the graph's games table; 0 = all
 max_steps = widget("max_steps", "100")
-backend = widget("embedding_backend", "torch")  # the embedding agent's runtime: torch, onnx, openvino
+backend = widget("embedding_backend", "openvino")  # the embedding agent's runtime: openvino, torch, onnx
 experiment = widget("experiment", "notebooks", "/Shared/wikigame")
 if not ON_DATABRICKS:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the default embedding model ships in a package

@@ -64,7 +64,7 @@ print(json.dumps({"devices": sorted({r.device for r in seen}), "vectors": [v for
 
 @pytest.mark.cluster
 def test_gpu_cluster_tasks_choose_their_assigned_gpu(tmp_path):
-    from wikigame_spark.agents.sentence_models import encode, load_model
+    from wikigame_spark.agents.encoders import load_encoder
 
     env = {**os.environ, "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1"}
     with StandaloneCluster(str(tmp_path)) as cluster:
@@ -81,5 +81,5 @@ def test_gpu_cluster_tasks_choose_their_assigned_gpu(tmp_path):
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["devices"] == ["cpu (GPU 0 assigned by Spark), batches of 64"]
     assert "GPU 0 assigned by Spark, but torch finds no CUDA device: the model runs on the CPU" in logs
-    expected = encode(load_model("all-MiniLM-L6-v2"), TEXTS, None)
+    expected = load_encoder("all-MiniLM-L6-v2").encode(TEXTS, None)  # the default runtime's, on the CPU
     np.testing.assert_allclose(np.array(got["vectors"], dtype=np.float32), expected, rtol=0, atol=1e-6)

@@ -241,14 +241,16 @@ def test_the_bundled_model_plays_when_it_chooses_among_the_titles():
     assert not is_plumbing({"agent": "llm", "model": "an-instruction-tuned-model", "constrained": ""})
 
 
-def test_an_embedding_runtime_other_than_torch_in_float32_is_in_the_label():
+def test_an_embedding_runtime_other_than_the_default_is_in_the_label():
     from wikigame_spark.evaluation.evaluate import run_label
 
     params = {"agent": "embedding", "model": "all-MiniLM-L6-v2"}
-    assert run_label({**params, "backend": "torch", "int8": "False"}) == "embedding: all-MiniLM-L6-v2"
+    assert run_label({**params, "backend": "openvino", "int8": "False"}) == "embedding: all-MiniLM-L6-v2"
+    assert run_label({**params, "backend": "openvino", "int8": "True"}) == "embedding: all-MiniLM-L6-v2 openvino int8"
+    assert run_label({**params, "backend": "torch", "int8": "False"}) == "embedding: all-MiniLM-L6-v2 torch"
     assert run_label({**params, "backend": "torch", "int8": "True"}) == "embedding: all-MiniLM-L6-v2 torch int8"
-    assert run_label({**params, "backend": "openvino", "int8": "False"}) == "embedding: all-MiniLM-L6-v2 openvino"
-    assert run_label(params) == "embedding: all-MiniLM-L6-v2"  # params without the option (another agent, an older run)
+    assert run_label(params) == "embedding: all-MiniLM-L6-v2 torch"  # a run older than the option: torch's
+    assert run_label({"agent": "tfidf"}) == "tfidf"  # another agent: no runtime
 
 
 def test_the_bundled_model_is_named_a_base_model_wherever_it_plays():

@@ -67,7 +67,7 @@ def test_embedding_run_logs_params_metrics_artifacts(spark, ltg_graph, games_dir
     routes = mlflow.artifacts.load_text(f"runs:/{r.info.run_id}/sample_routes.md")
     assert "→" in routes and "| game | outcome |" in routes
     # the embedding cache was written once and is reused by the next run
-    cache = os.path.join(ltg_graph, "cache", "embeddings", "all-MiniLM-L6-v2")
+    cache = os.path.join(ltg_graph, "cache", "embeddings", "all-MiniLM-L6-v2--openvino")  # the default runtime
     assert os.listdir(cache) == ["summary-noprompt"]
 
 

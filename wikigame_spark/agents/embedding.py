@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 from wikigame_spark.agents.base import Agent, AgentSettings, Choice, ModelIdentity, StepRequest, register_agent
 from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
-from wikigame_spark.agents.encoders import BACKENDS, TORCH, Runtime, load_encoder, missing_packages
+from wikigame_spark.agents.encoders import BACKENDS, DEFAULT, Runtime, load_encoder, missing_packages
 from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_digest, prompt_names
 from wikigame_spark.config import ConfigError
@@ -33,7 +33,7 @@ class EmbeddingOptions(AgentOptions):
     """embedding agent (--model: a sentence-transformers name or path)"""
 
     reencode: bool = option(False, "the paper's method, re-encode offered links at every step (reference)")
-    backend: str = option(TORCH, "the runtime that embeds (docs/agents.md: speed and agreement)", choices=BACKENDS)
+    backend: str = option(DEFAULT.backend, "the runtime that embeds (docs/agents.md#runtimes)", choices=BACKENDS)
     int8: bool = option(False, "int8 weights, activations quantised per batch (docs/agents.md)")
 
     def validate(self) -> None:
@@ -48,7 +48,7 @@ class EmbeddingOptions(AgentOptions):
         return Runtime(self.backend, self.int8)
 
     def run_name_parts(self) -> tuple[str, ...]:
-        return (self.runtime.slug,) if self.runtime.slug else ()
+        return () if self.runtime == DEFAULT else (self.runtime.name,)
 
 
 @register_agent("embedding", options=EmbeddingOptions)

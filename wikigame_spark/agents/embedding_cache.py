@@ -18,7 +18,7 @@ from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, Struc
 
 from wikigame_spark import io, layout
 from wikigame_spark.agents.devices import task_device
-from wikigame_spark.agents.encoders import REFERENCE, Runtime, load_encoder
+from wikigame_spark.agents.encoders import DEFAULT, Runtime, load_encoder
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.graph import mapped
 from wikigame_spark.handles import GraphHandle
@@ -32,7 +32,7 @@ EMBEDDINGS = StructType([StructField(ID, LongType(), False), StructField(VECTOR,
 
 
 def embed_nodes(
-    nodes: DataFrame, model: str, text_col: str, prompt_name: str | None, runtime: Runtime = REFERENCE
+    nodes: DataFrame, model: str, text_col: str, prompt_name: str | None, runtime: Runtime = DEFAULT
 ) -> DataFrame:
     """``(id, vector)`` for every node, the text taken from ``text_col``, each task's texts on
     the GPU Spark assigned it (with torch), else on the CPU with ``runtime``
@@ -50,7 +50,7 @@ def embed_nodes(
     return nodes.select(ID, text_col).mapInPandas(run, EMBEDDINGS)
 
 
-def cache_path(cache_dir: str, model: str, text_col: str, prompt_name: str | None, runtime: Runtime = REFERENCE) -> str:
+def cache_path(cache_dir: str, model: str, text_col: str, prompt_name: str | None, runtime: Runtime = DEFAULT) -> str:
     """The cache's folder: the model's, with the runtime beside its name unless torch in float32."""
     slug = model_slug(model) + (f"--{runtime.slug}" if runtime.slug else "")
     return CacheDir(cache_dir).embeddings(slug, text_col, prompt_name)
@@ -63,7 +63,7 @@ def ensure_embeddings(
     model: str,
     text_col: str,
     prompt_name: str | None,
-    runtime: Runtime = REFERENCE,
+    runtime: Runtime = DEFAULT,
 ) -> str:
     """The mapped matrix of these embeddings (for :func:`load_matrix`), computing the cache first
     if it is not there."""

@@ -41,7 +41,8 @@ TORCH, ONNX, OPENVINO = "torch", "onnx", "openvino"
 BACKENDS = (TORCH, ONNX, OPENVINO)
 _EXPORT_FILE = {ONNX: "model.onnx", OPENVINO: "model.xml"}
 _EXTRA_FEATURES = {"modality"}  # preprocess's bookkeeping, not a model input
-_PACKAGES = {ONNX: ("onnx", "onnxscript", "onnxruntime"), OPENVINO: ("onnx", "onnxscript", "openvino", "nncf")}
+_PACKAGES = {ONNX: ("onnx", "onnxscript", "onnxruntime"), OPENVINO: ("onnx", "onnxscript", "openvino")}
+_INT8_PACKAGES = {OPENVINO: ("nncf",)}
 
 _lock = threading.Lock()
 # ONNX Runtime and OpenVINO keep the memory their largest batch needed: at 64 texts of 256 tokens
@@ -66,14 +67,16 @@ class Runtime:
         return "" if self == REFERENCE else self.name
 
 
-REFERENCE = Runtime()  # torch in float32: the paper's method and the default
+REFERENCE = Runtime()  # torch in float32: the paper's method, the verified reference
+DEFAULT = Runtime(OPENVINO)  # the fastest whose every route is torch's (docs/agents.md#runtimes)
 
 
 def missing_packages(runtime: Runtime) -> list[str]:
     """The modules ``runtime`` needs that this Python cannot import (the driver checks before Spark works)."""
     import importlib.util
 
-    return [m for m in _PACKAGES.get(runtime.backend, ()) if importlib.util.find_spec(m) is None]
+    needed = _PACKAGES.get(runtime.backend, ()) + (_INT8_PACKAGES.get(runtime.backend, ()) if runtime.int8 else ())
+    return [m for m in needed if importlib.util.find_spec(m) is None]
 
 
 def _threads() -> int:
@@ -255,7 +258,7 @@ def _encoder(model: str, runtime: Runtime, device: str) -> Encoder:
     return Encoder(model, runtime, device)
 
 
-def load_encoder(model: str, runtime: Runtime = REFERENCE, device: str = "cpu") -> Encoder:
+def load_encoder(model: str, runtime: Runtime = DEFAULT, device: str = "cpu") -> Encoder:
     """The encoder, made at most once per process."""
     with _lock:
         return _encoder(model, runtime, device)

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType
 
+from wikigame_spark.agents.encoders import DEFAULT, TORCH, Runtime
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.evaluation import bands, loops, protocols, routes, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
@@ -59,9 +60,10 @@ def run_label(params: dict, tags: dict | None = None) -> str:
     agent = params.get("agent") or "?"
     model = params.get("model") or ""
     text = f"{agent}: {model_slug(model)}" if model else agent
-    backend, int8 = params.get("backend") or "torch", params.get("int8") == "True"  # the embedding agent's runtime
-    if backend != "torch" or int8:
-        text += f" {backend}" + (" int8" if int8 else "")
+    if agent == "embedding":  # its runtime, unless the default (a run without one: torch's, older than the option)
+        runtime = Runtime(params.get("backend") or TORCH, params.get("int8") == "True")
+        if runtime != DEFAULT:
+            text += f" {runtime.backend}" + (" int8" if runtime.int8 else "")
     if params.get("use_titles") == "True":
         text += " (titles)"
     if params.get("top_k") not in (None, "", "0"):
