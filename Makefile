@@ -171,6 +171,7 @@ bench: install
 	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PY) bench/bench_embedding.py
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_llm.py
+	HF_HUB_OFFLINE=1 $(PY) bench/cost_sheet.py
 
 lint: install
 	$(VENV)/bin/ruff check wikigame_spark jobs tests bench notebooks
