@@ -63,7 +63,7 @@ jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 	    mvn -q -B install:install-file -Dfile=$$jar -DgroupId=io.graphframes \
 	      -DartifactId=graphframes-spark4_2.13 -Dversion=$$v -Dpackaging=jar; }
 	@# Maven 3.8 writes colour resets even when quiet and not on a terminal: kept out of the log
-	set -o pipefail; mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars \
+	set -o pipefail; mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars 2>&1 \
 	  | sed 's/\x1b\[[0-9;]*m//g'
 	touch $@
 
