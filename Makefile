@@ -30,9 +30,8 @@ $(VENV)/.created: conf/constraints-dev.txt
 	CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" $(PY) -m pip install -q --no-cache-dir $(LLAMA_CPP_SDIST)
 	touch $@
 
-# --no-compile: bytecode for the modules imported, when first imported, not for all of torch and the rest
 $(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created
-	$(PY) -m pip install -q --no-compile -e '.[dev]' -c conf/constraints-dev.txt
+	$(PY) -m pip install -q -e '.[dev]' -c conf/constraints-dev.txt
 	touch $@
 
 # The library as one wheel for a cluster (docs/cluster.md): dist/wikigame_spark-<version>-py3-none-any.whl,
