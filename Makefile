@@ -10,8 +10,7 @@ export MLFLOW_TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 
 .PHONY: install wheel test check demo demo-models bench lint clean browser
 
-# apt-get for the steps that `make -j` runs side by side: one at a time, since apt takes a lock.
-APT_GET := flock /tmp/wikigame-apt.lock apt-get
+APT_INSTALL := bash conf/apt_install.sh
 
 install: $(VENV)/.installed $(VENV)/.llama-cpp jars/.installed $(VENV)/.spark-conf
 
@@ -22,8 +21,8 @@ LLAMA_CPP := .cache/llama.cpp
 LLAMA_CPP_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' conf/constraints-dev.txt)
 LLAMA_CPP_SDIST = $(LLAMA_CPP)/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz
 $(VENV)/.created: conf/constraints-dev.txt
-	@command -v python3 >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq python3 python3-venv; }
-	@command -v cmake >/dev/null && command -v c++ >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq cmake g++; }
+	@command -v python3 >/dev/null || $(APT_INSTALL) python3 python3-venv
+	@command -v cmake >/dev/null && command -v c++ >/dev/null || $(APT_INSTALL) cmake g++
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip download -q --no-binary :all: --no-deps -d $(LLAMA_CPP) llama-cpp-python==$(LLAMA_CPP_VERSION)
@@ -47,10 +46,12 @@ wheel: $(VENV)/.installed
 # artifact, the vendored build of it (../shared/vendor/graphframes, README there) goes into the local
 # Maven repository first, after its sha256 is checked; the pom then resolves the same coordinate.
 GRAPHFRAMES_VENDOR ?= ../shared/vendor/graphframes
+# Maven 3.8 writes colour resets even when quiet and not on a terminal: kept out of the log
+MVN_LOG := sed 's/\x1b\[[0-9;]*m//g'
 GRAPHFRAMES_SHA256 := a2578ca88c604e2f81860d36fbffa6c646908f44d341718cf7f8a9f2b2c4c959
 jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 	@bash conf/check_java.sh
-	@command -v mvn >/dev/null || { $(APT_GET) update -qq && $(APT_GET) install -y -qq maven; }
+	@command -v mvn >/dev/null || $(APT_INSTALL) maven
 	@hadoop=$$(ls $(VENV)/lib/python3*/site-packages/pyspark/jars/ | sed -n 's/^hadoop-client-api-\(.*\)\.jar$$/\1/p'); \
 	  grep -q "<hadoop.version>$$hadoop<" conf/maven/pom.xml || { echo "pyspark ships Hadoop $$hadoop but conf/maven/pom.xml pins another version"; exit 1; }
 	@v=$$(sed -n 's:.*<graphframes.version>\(.*\)</graphframes.version>.*:\1:p' conf/maven/pom.xml); \
@@ -59,11 +60,10 @@ jars/.installed: conf/maven/pom.xml $(VENV)/.installed
 	    echo "$$coord is not served here: installing $$jar into the local Maven repository"; \
 	    echo "$(GRAPHFRAMES_SHA256)  $$jar" | sha256sum --check --quiet - \
 	      || { echo "error: $$jar is missing or not the vendored GraphFrames $$v (sha256 $(GRAPHFRAMES_SHA256))"; exit 1; }; \
-	    mvn -q -B install:install-file -Dfile=$$jar -DgroupId=io.graphframes \
-	      -DartifactId=graphframes-spark4_2.13 -Dversion=$$v -Dpackaging=jar; }
-	@# Maven 3.8 writes colour resets even when quiet and not on a terminal: kept out of the log
+	    set -o pipefail; mvn -q -B install:install-file -Dfile=$$jar -DgroupId=io.graphframes \
+	      -DartifactId=graphframes-spark4_2.13 -Dversion=$$v -Dpackaging=jar 2>&1 | $(MVN_LOG); }
 	set -o pipefail; mvn -q -B -f conf/maven/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/jars 2>&1 \
-	  | sed 's/\x1b\[[0-9;]*m//g'
+	  | $(MVN_LOG)
 	touch $@
 
 # The project's Spark settings in the venv's own Spark (its pyspark/conf), so spark-submit and the jobs
@@ -86,7 +86,7 @@ $(VENV)/.llama-cpp: $(VENV)/.created conf/build_llama_cpp.sh
 # Headless Chromium and its driver from Debian's packages: tests/human plays in a real browser.
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { $(APT_GET) update -qq && $(APT_GET) install -y -qq chromium chromium-driver; }
+	  $(APT_INSTALL) chromium chromium-driver
 
 # Everything: the installs side by side (llama.cpp compiles while pip installs the rest and Chromium's
 # packages download, Maven's jars after the venv), then the suite in TEST_WORKERS pytest workers, a

@@ -3,7 +3,7 @@
 set -euo pipefail
 major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
 if ! command -v java >/dev/null || [ "$(major)" -lt 17 ]; then
-  echo "Java 17+ not found; installing openjdk-17-jdk-headless"
-  apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless
+  echo "Java 17+ not found"
+  bash "$(dirname "$0")/apt_install.sh" openjdk-17-jdk-headless
 fi
 echo "java $(major) OK"

@@ -44,7 +44,7 @@ def prompt_tokens(text: str) -> int:
 @pytest.mark.parametrize("engine", [pytest.param(PYTHON, marks=pytest.mark.slow), NATIVE])
 def test_server_renders_gemma_turns_and_caps_replies(engine, tmp_path):
     log = str(tmp_path / "server.log")
-    with LlamaServer(engine=engine, n_ctx=2048, log_path=log) as server:
+    with LlamaServer(engine=engine, n_ctx=2048, log_path=log, logits_all=False) as server:
         client = ChatClient(server.model, base_url=server.base_url, max_tokens=CAP, timeout=300)
         reply = client.chat(MESSAGES)
         if engine == NATIVE:  # the server's own rendering of the conversation

@@ -26,7 +26,9 @@ def tracking(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    with LlamaServer(log_path=str(tmp_path_factory.mktemp("llama") / "server.log")) as server:
+    # no likelihood agent here: logits for the last prompt token only (llama-cpp-python otherwise
+    # computes and copies every token's, about 2.5 times the CPU per reply)
+    with LlamaServer(logits_all=False, log_path=str(tmp_path_factory.mktemp("llama") / "server.log")) as server:
         yield server
 
 
