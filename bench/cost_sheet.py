@@ -209,6 +209,11 @@ def rows(stages: list[Stage]) -> list[dict]:
     return out
 
 
+def core_time(hours: float) -> str:
+    """Core-hours, or core-minutes below one hour (a stage of minutes would read as 0.0 h)."""
+    return f"{hours:,.1f} h" if hours >= 1 else f"{hours * 60:.0f} core-min"
+
+
 def markdown(table: list[dict], cores: int) -> str:
     studies = [WIKIPEDIA.name, MEDICINE.name]
     head = "| stage | " + " | ".join(f"{s}: core-hours, peak memory per node" for s in studies)
@@ -221,7 +226,7 @@ def markdown(table: list[dict], cores: int) -> str:
             elif r["full"][s] is None:
                 cells.append("not resolved: larger sizes needed")
             else:
-                cells.append(f"{r['full'][s]['core_hours']:,.1f} h, {r['full'][s]['peak_gib']:.1f} GiB")
+                cells.append(f"{core_time(r['full'][s]['core_hours'])}, {r['full'][s]['peak_gib']:.1f} GiB")
         if r["marginal_cpu_s"] > 0:
             rate = 1 / r["marginal_cpu_s"]
             here = f"{rate:,.3g} {r['unit']} per CPU-second, fixed {r['fixed_cpu_s']:.0f} CPU-s a job"
@@ -257,6 +262,12 @@ def main() -> None:
             print(f"{stage.__name__} at {size}: {json.dumps(points[-1][1])}", flush=True)
         return points
 
+    # The snapshots before anything starts Spark here: their generator forks workers, and a fork
+    # of a process holding the Spark gateway's connection resets it as it exits.
+    from bench.bench_openalex import snapshot
+
+    for works in a.works:
+        snapshot(works, os.cpu_count() or 1)
     generated = [(graph_at(a.out, n, e), e) for n, e in graphs]
     embedded = [(graph_at(a.out, n, n * 16, summaries=True), n) for n in a.summaries]
     wiki_links, medicine_links = (10_000 * 100 * s.edges / s.nodes for s in (WIKIPEDIA, MEDICINE))

@@ -31,7 +31,14 @@ def project_jars() -> list[str]:
 
 
 def build_session(app_name: str, master: str | None = None, conf: dict | None = None) -> SparkSession:
-    """The active session, or a new one named ``app_name`` with the project's jars."""
+    """The active session as it is (a notebook's, or the caller's: its settings stay, and Spark
+    would only warn that new ones cannot apply), or a new one named ``app_name`` with the project's jars."""
+    spark = SparkSession.getActiveSession() or _new_session(app_name, master, conf)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return spark
+
+
+def _new_session(app_name: str, master: str | None, conf: dict | None) -> SparkSession:
     # Python workers run the interpreter that runs the driver unless told otherwise
     # (PYSPARK_PYTHON / spark.pyspark.python, as on a cluster whose nodes have their own).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -46,6 +53,4 @@ def build_session(app_name: str, master: str | None = None, conf: dict | None = 
         builder = builder.config("spark.executor.extraClassPath", classpath)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return spark
+    return builder.getOrCreate()
