@@ -290,7 +290,7 @@ def mlflow_server(uri: str):
     port = free_port()
     cmd = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri]
     # Without MLflow's job runner (huey consumers for its GenAI jobs, which the UI pages here do
-    # not use): it would add six processes and about 12 CPU-seconds to each server.
+    # not use): it would start eight more processes, about 26 CPU-seconds a server.
     server = subprocess.Popen(
         [*cmd, "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
         stdout=subprocess.DEVNULL,
