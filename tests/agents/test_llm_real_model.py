@@ -7,9 +7,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from jobs import play_games
+from tests.jobs import end_to_end as e2e
 from wikigame_spark import io
 from wikigame_spark.devtools.games import write_games
-from wikigame_spark.devtools.local_server import LlamaServer
 from wikigame_spark.schemas import PLAYS
 
 SECRET = "sk-test-never-logged-1234"
@@ -18,9 +18,7 @@ LLM_OUTCOMES = {"success", "step_limit", "dead_end", "hallucination", "bad_reque
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    # no likelihood agent here: logits for the last prompt token only (llama-cpp-python otherwise
-    # computes and copies every token's, about 2.5 times the CPU per reply)
-    with LlamaServer(logits_all=False, log_path=str(tmp_path_factory.mktemp("llama") / "server.log")) as server:
+    with e2e.chat_server(tmp_path_factory) as server:
         yield server
 
 

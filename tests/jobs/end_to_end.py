@@ -10,6 +10,7 @@ import os
 import pyarrow.parquet as pq
 
 from jobs import build_openalex, graph_stats, play_games, report, sample_games
+from wikigame_spark.devtools.local_server import LlamaServer
 from wikigame_spark.devtools.openalexgen import TEMPLATE_2025, Spec, generate
 
 EXPERIMENT = "end-to-end"
@@ -17,6 +18,15 @@ FIELD = "Decision Sciences"  # the real 2025 record's field: it becomes a node o
 OPENALEX_SLUG = "decision-sciences"
 REAL_WORK = "W2741809807"
 CAP = 48  # completion tokens per LLM request in these tests
+
+
+def chat_server(tmp_path_factory) -> LlamaServer:
+    """The local server for games without the likelihood agent: logits for the last prompt token
+    only (with every token's, llama-cpp-python computes and copies each one's output row, about
+    2.5 times the CPU per reply)."""
+    return LlamaServer(logits_all=False, log_path=str(tmp_path_factory.mktemp("llama") / "server.log"))
+
+
 AGENT_OUTCOMES = {"success", "step_limit", "dead_end"}
 LLM_OUTCOMES = AGENT_OUTCOMES | {"hallucination", "bad_request", "no_response"}
 

@@ -10,7 +10,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.jobs import end_to_end as e2e
-from wikigame_spark.devtools.local_server import LlamaServer
 
 GAMES = 6
 LLM_GAMES = 2
@@ -25,9 +24,7 @@ def tracking(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    # no likelihood agent here: logits for the last prompt token only (llama-cpp-python otherwise
-    # computes and copies every token's, about 2.5 times the CPU per reply)
-    with LlamaServer(logits_all=False, log_path=str(tmp_path_factory.mktemp("llama") / "server.log")) as server:
+    with e2e.chat_server(tmp_path_factory) as server:
         yield server
 
 
