@@ -31,11 +31,12 @@ def test_table1_by_hand(spark, tmp_path):
     assert t["mean_edges_per_node"] == pytest.approx(5 / 6)
     assert t["mean_edges_per_connected_node"] == pytest.approx(5 / 5)
     assert t["mean_title_length"] == pytest.approx(16 / 6)  # characters, not bytes (Č is one)
-    c = components(g.nodes, g.edges)  # SCCs {0,1,2} {3} {4} {5}; WCCs {0,1,2,3,4} {5}
-    assert (c["scc_count"], c["largest_scc_nodes"], c["scc_singletons"]) == (4, 3, 3)
-    assert c["largest_scc_share"] == pytest.approx(0.5)
-    assert (c["wcc_count"], c["largest_wcc_nodes"], c["wcc_singletons"]) == (2, 5, 1)
-    assert (c["max_in_degree"], c["max_out_degree"]) == (2, 2)
+    for method in ("local", "graphframes"):  # SCCs {0,1,2} {3} {4} {5}; WCCs {0,1,2,3,4} {5}
+        c = components(pair_distances(g.nodes, g.edges, method=method), t["nodes"])
+        assert (c["scc_count"], c["largest_scc_nodes"], c["scc_singletons"]) == (4, 3, 3), method
+        assert c["largest_scc_share"] == pytest.approx(0.5)
+        assert (c["wcc_count"], c["largest_wcc_nodes"], c["wcc_singletons"]) == (2, 5, 1), method
+        assert (c["max_in_degree"], c["max_out_degree"]) == (2, 2), method
 
 
 def test_reach_curve_by_hand():

@@ -3,12 +3,14 @@
 Both methods answer the same questions identically: the source (or eligible target) at a rank in id
 order, and for (source, target) pairs a shortest path length or a negative code saying why there
 is none. Reachability is settled first, without a search, from strongly connected components and
-their condensation (:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched.
+their condensation (:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched. The
+components an oracle found also give the graph's statistics (:mod:`wikigame_spark.graph.stats`).
 
-- ``local``: the graph in the driver as CSR arrays (:mod:`wikigame_spark.graph.csr`), SCCs by scipy.
+- ``local``: the graph in the driver as CSR arrays (:mod:`wikigame_spark.graph.csr`), components by
+  scipy.
   Given the graph directory the tables were read from, its out-links are the play stage's mapped
   int32 files (:mod:`wikigame_spark.graph.mapped`, built once per build of the graph), not a copy.
-- ``graphframes``: degrees and SCCs by GraphFrames, the condensation in the driver, searches by a
+- ``graphframes``: degrees and components by GraphFrames, the condensation in the driver, searches by a
   multi-pair bidirectional BFS on GraphFrames' Pregel (:mod:`wikigame_spark.graph.bfs`, the
   fastest exact candidate measured); the edge list stays in the cluster.
 - ``auto``: ``local`` when :func:`local_bytes` of the graph fits the driver's budget
@@ -23,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -34,7 +37,7 @@ from pyspark.sql import functions as F
 
 from wikigame_spark.graph import frame
 from wikigame_spark.graph.bfs import PregelSearch
-from wikigame_spark.graph.csr import CsrGraph
+from wikigame_spark.graph.csr import CsrGraph, weak_components
 from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.graph.mapped import MappedGraph, ensure_graph, local_folder
 from wikigame_spark.graph.reach import REACHABLE, Condensation, largest_component
@@ -60,8 +63,23 @@ COLLECTED_BYTES_PER_EDGE = 48
 LOCAL_MEMORY_SHARE = 0.5  # of the memory available to the driver process when the method is chosen
 
 
+@dataclass(frozen=True)
+class ComponentSizes:
+    """How a graph splits into components of one kind: how many, the largest's nodes, how many of one node."""
+
+    count: int
+    largest: int
+    singletons: int
+
+    @classmethod
+    def of_labels(cls, labels: np.ndarray) -> ComponentSizes:
+        sizes = np.unique(labels, return_counts=True)[1]
+        return cls(int(sizes.size), int(sizes.max(initial=0)), int((sizes == 1).sum()))
+
+
 class PairDistances(ABC):
-    """Sources and eligible targets by rank, and exact distances, for one graph."""
+    """Sources and eligible targets by rank, and exact distances, for one graph; its components and
+    degrees, which the method finds on the way."""
 
     method: str
     num_sources: int
@@ -79,6 +97,18 @@ class PairDistances(ABC):
     @abstractmethod
     def distances(self, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
         """int32 shortest path lengths, or the negative codes of :mod:`wikigame_spark.graph.reach`."""
+
+    @abstractmethod
+    def strong_components(self) -> ComponentSizes:
+        """The graph's strongly connected components (the ones reachability is decided from)."""
+
+    @abstractmethod
+    def weak_components(self) -> ComponentSizes:
+        """The graph's weakly connected components (links' direction ignored)."""
+
+    @abstractmethod
+    def max_degrees(self) -> tuple[int, int]:
+        """The largest in-degree and out-degree."""
 
 
 def local_bytes(num_nodes: int, num_edges: int, mapped: bool = True) -> int:
@@ -242,6 +272,15 @@ class LocalDistances(PairDistances):
     def distances(self, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
         return self.graph.distances(sources, targets)
 
+    def strong_components(self) -> ComponentSizes:
+        return ComponentSizes.of_labels(self.graph.scc)
+
+    def weak_components(self) -> ComponentSizes:
+        return ComponentSizes.of_labels(weak_components(self.graph.out_ptr, self.graph.out_idx))
+
+    def max_degrees(self) -> tuple[int, int]:
+        return int(self.graph.in_deg.max(initial=0)), int(self.graph.out_deg.max(initial=0))
+
 
 class _RankIndex:
     """Rank → id for a table of ids, without bringing the table to the driver."""
@@ -275,7 +314,8 @@ class GraphFramesDistances(PairDistances):
     ) -> None:
         level = StorageLevel.MEMORY_AND_DISK
         self.spark = nodes.sparkSession
-        scc = frame.strong_components(nodes, edges).persist(level)
+        self.nodes, self.edges = nodes, edges
+        self.scc = scc = frame.strong_components(nodes, edges).persist(level)
         self.info = frame.degrees(nodes, edges).join(scc, ID).persist(level)
         sizes = frame.component_sizes(scc).first()
         giant, self.giant_size = int(sizes[frame.COMPONENT]), int(sizes["size"])
@@ -331,3 +371,23 @@ class GraphFramesDistances(PairDistances):
         if todo.size:
             out[todo] = self.search.distances(sources[todo], targets[todo])
         return out
+
+    @staticmethod
+    def _sizes(labels: DataFrame) -> ComponentSizes:
+        size = F.col("size")
+        row = (
+            frame.component_sizes(labels)
+            .agg(F.count("*").alias("n"), F.max(size).alias("largest"), F.sum((size == 1).cast("long")).alias("one"))
+            .first()
+        )
+        return ComponentSizes(int(row["n"]), int(row["largest"] or 0), int(row["one"] or 0))
+
+    def strong_components(self) -> ComponentSizes:
+        return self._sizes(self.scc)
+
+    def weak_components(self) -> ComponentSizes:
+        return self._sizes(frame.weak_components(self.nodes, self.edges))
+
+    def max_degrees(self) -> tuple[int, int]:
+        row = self.info.agg(F.max(frame.IN_DEGREE).alias("i"), F.max(frame.OUT_DEGREE).alias("o")).first()
+        return int(row["i"] or 0), int(row["o"] or 0)

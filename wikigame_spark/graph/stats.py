@@ -1,11 +1,13 @@
-"""The paper's graph statistics (Table 1 row, Figure 1B) and the graph's components, on GraphFrames.
+"""The paper's graph statistics (Table 1 row, Figure 1B) and the graph's components.
 
 Table 1: nodes, edges, % disconnected (no links in or out), % unreachable (links out, none in),
 % dead ends (links in, none out), mean edges per node and per connected node (one that has any
-link), mean title length in characters. Components: weakly and strongly connected components
-(GraphFrames' ``connectedComponents`` and ``stronglyConnectedComponents``), their number and the
-size and share of the largest (LLM-WikiRace plays inside the largest SCC), and the largest in- and
-out-degrees. Figure 1B: for seeded random ordered pairs of distinct nodes, the fraction whose target
+link), mean title length in characters. Components: weakly and strongly connected components,
+their number and the size and share of the largest (LLM-WikiRace plays inside the largest SCC), and
+the largest in- and out-degrees — found by the distance method that draws the curve
+(:mod:`wikigame_spark.graph.distances`: scipy on the local method's arrays, or GraphFrames'
+``connectedComponents`` and ``stronglyConnectedComponents``), which needs the SCCs anyway.
+Figure 1B: for seeded random ordered pairs of distinct nodes, the fraction whose target
 is reachable from the source within k steps, k = 0…max.
 """
 
@@ -125,30 +127,20 @@ def plot_reach(curve: dict, title: str) -> bytes:
     return buf.getvalue()
 
 
-def components(nodes: DataFrame, edges: DataFrame) -> dict:
-    """Weakly and strongly connected components and degree maxima, by GraphFrames."""
-    n = nodes.count()
+def components(oracle: PairDistances, nodes: int) -> dict:
+    """Weakly and strongly connected components and degree maxima of a graph of ``nodes`` nodes, as
+    its distance oracle found them."""
     out = {}
-    for kind, labels in (
-        ("wcc", frame.weak_components(nodes, edges)),
-        ("scc", frame.strong_components(nodes, edges)),
-    ):
-        sizes = frame.component_sizes(labels).persist()
-        row = sizes.agg(F.count("*").alias("count"), F.max("size").alias("largest")).first()
-        largest = int(row["largest"] or 0)
+    for kind, found in (("wcc", oracle.weak_components()), ("scc", oracle.strong_components())):
         out.update(
             {
-                f"{kind}_count": int(row["count"]),
-                f"largest_{kind}_nodes": largest,
-                f"largest_{kind}_share": largest / n if n else 0.0,
-                f"{kind}_singletons": sizes.filter("size = 1").count(),
+                f"{kind}_count": found.count,
+                f"largest_{kind}_nodes": found.largest,
+                f"largest_{kind}_share": found.largest / nodes if nodes else 0.0,
+                f"{kind}_singletons": found.singletons,
             }
         )
-        sizes.unpersist()
-    deg = frame.degrees(nodes, edges).agg(
-        F.max(frame.IN_DEGREE).alias("max_in_degree"), F.max(frame.OUT_DEGREE).alias("max_out_degree")
-    )
-    out.update({k: int(v or 0) for k, v in deg.first().asDict().items()})
+    out["max_in_degree"], out["max_out_degree"] = oracle.max_degrees()
     return out
 
 
@@ -157,10 +149,11 @@ def graph_stats(
 ) -> dict:
     """Table 1, components and Figure 1B for a graph; the oracle's method is recorded with the curve.
     ``graph_dir``, the directory the tables were read from, lets the local method map its files."""
-    stats = {"table1": table1(nodes, edges), "components": components(nodes, edges)}
     oracle = pair_distances(
         nodes, edges, None, cfg.method, False, cfg.bfs_batch_pairs, graph_dir, cfg.cache_dir or None
     )
+    t = table1(nodes, edges)
+    stats = {"table1": t, "components": components(oracle, t["nodes"])}
     distances = random_pair_distances(oracle, cfg.seed, cfg.pairs)
     curve = reach_curve(distances)
     decided = int(np.isin(distances, list(UNREACHABLE_REASONS)).sum())

@@ -1,4 +1,4 @@
-"""Graph statistics: Table 1, components (GraphFrames), Figure 1B → GRAPH/stats/ (JSON, Markdown, HTML, PNG), MLflow."""
+"""Graph statistics: Table 1, components, Figure 1B → GRAPH/stats/ (JSON, Markdown, HTML, PNG), MLflow."""
 
 from __future__ import annotations
 
