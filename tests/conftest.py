@@ -37,6 +37,11 @@ JVM_ENV = {
 for _name, _value in JVM_ENV.items():
     os.environ.setdefault(_name, _value)
 
+# The tests' llama.cpp servers decode on one thread: the suite keeps both cores busy, and ggml's
+# threads wait for each other by spinning, so a second one costs more CPU than it saves (the LLM and
+# reasoning test beside one busy core: 111 CPU-s in 124 s with two threads, 65 in 86 with one).
+LLAMA_THREADS = 1
+
 SESSION_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",

@@ -9,6 +9,7 @@ import urllib.request
 import llama_cpp
 import pytest
 
+from tests.conftest import LLAMA_THREADS
 from wikigame_spark.agents import prompts
 from wikigame_spark.agents.llm_client import ChatClient, NoResponse, server_identity
 from wikigame_spark.devtools.local_server import (
@@ -44,7 +45,7 @@ def prompt_tokens(text: str) -> int:
 @pytest.mark.parametrize("engine", [pytest.param(PYTHON, marks=pytest.mark.slow), NATIVE])
 def test_server_renders_gemma_turns_and_caps_replies(engine, tmp_path):
     log = str(tmp_path / "server.log")
-    with LlamaServer(engine=engine, n_ctx=2048, log_path=log, logits_all=False) as server:
+    with LlamaServer(engine=engine, n_ctx=2048, threads=LLAMA_THREADS, log_path=log, logits_all=False) as server:
         client = ChatClient(server.model, base_url=server.base_url, max_tokens=CAP, timeout=300)
         reply = client.chat(MESSAGES)
         if engine == NATIVE:  # the server's own rendering of the conversation
@@ -75,7 +76,7 @@ def test_an_abandoned_request_is_cancelled_by_the_native_server(tmp_path):
     """A client that gives up on a reply hangs up, and the native server stops generating it (its
     log: ``stop: cancel task``) long before the reply's cap; the slot then serves the next request."""
     log = tmp_path / "server.log"
-    with LlamaServer(engine=NATIVE, n_ctx=2048, log_path=str(log)) as server:
+    with LlamaServer(engine=NATIVE, n_ctx=2048, threads=LLAMA_THREADS, log_path=str(log)) as server:
         client = ChatClient(server.model, base_url=server.base_url, max_tokens=400, timeout=3, retries=0)
         with pytest.raises(NoResponse, match="APITimeoutError"):
             client.chat(MESSAGES, {"ignore_eos": True})  # ignore_eos: the reply runs to its cap unless stopped
@@ -100,7 +101,7 @@ def test_an_abandoned_request_is_ended_by_the_python_server(tmp_path):
     the next token instead (its log: the reply's decoded tokens far below the cap), and then serves
     the next request."""
     log = tmp_path / "server.log"
-    with LlamaServer(engine=PYTHON, n_ctx=2048, log_path=str(log)) as server:
+    with LlamaServer(engine=PYTHON, n_ctx=2048, threads=LLAMA_THREADS, log_path=str(log)) as server:
         client = ChatClient(server.model, base_url=server.base_url, max_tokens=400, timeout=3, retries=0)
         with pytest.raises(NoResponse, match="APITimeoutError"):
             client.chat(MESSAGES, {"min_tokens": 400})  # llama_cpp.server's: no end of sequence before the cap

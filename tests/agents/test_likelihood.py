@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from tests.conftest import LLAMA_THREADS
 from wikigame_spark.agents import prompts
 from wikigame_spark.agents.likelihood import LikelihoodAgent
 from wikigame_spark.agents.llm import LlmAgent, ReasoningAgent
@@ -23,7 +24,8 @@ N_CTX = 2048
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    with LlamaServer(n_ctx=N_CTX, log_path=str(tmp_path_factory.mktemp("llama") / "server.log")) as server:
+    log = str(tmp_path_factory.mktemp("llama") / "server.log")
+    with LlamaServer(n_ctx=N_CTX, threads=LLAMA_THREADS, log_path=log) as server:
         yield server
 
 

@@ -7,6 +7,7 @@ import urllib.request
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import LLAMA_THREADS
 from wikigame_spark.agents.llm import LlmAgent
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.devtools.local_server import NATIVE, LlamaServer
@@ -32,7 +33,7 @@ def test_concurrent_games_share_the_native_servers_slots(ltg_graph, tmp_path):
     games = pq.read_table(f"{games_dir}/games").to_pylist()
     graph = WorkerGraph.from_directory(ltg_graph)
     log = str(tmp_path / "server.log")
-    with LlamaServer(engine=NATIVE, parallel=SLOTS, n_ctx=4096, log_path=log) as server:
+    with LlamaServer(engine=NATIVE, parallel=SLOTS, n_ctx=4096, threads=LLAMA_THREADS, log_path=log) as server:
         settings = {"model": server.model, "base_url": server.base_url, "max_titles": 30, "max_tokens": 40}
         agent = LlmAgent(graph, LlmAgent.configure(**settings, concurrency=SLOTS, timeout=300), {})
         stop, peak = threading.Event(), [0]

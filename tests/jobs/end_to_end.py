@@ -10,6 +10,7 @@ import os
 import pyarrow.parquet as pq
 
 from jobs import build_openalex, graph_stats, play_games, report, sample_games
+from tests.conftest import LLAMA_THREADS
 from wikigame_spark.devtools.local_server import LlamaServer
 from wikigame_spark.devtools.openalexgen import TEMPLATE_2025, Spec, generate
 
@@ -24,7 +25,8 @@ def chat_server(tmp_path_factory) -> LlamaServer:
     """The local server for games without the likelihood agent: logits for the last prompt token
     only (with every token's, llama-cpp-python computes and copies each one's output row, about
     2.5 times the CPU per reply)."""
-    return LlamaServer(logits_all=False, log_path=str(tmp_path_factory.mktemp("llama") / "server.log"))
+    log = str(tmp_path_factory.mktemp("llama") / "server.log")
+    return LlamaServer(logits_all=False, threads=LLAMA_THREADS, log_path=log)
 
 
 AGENT_OUTCOMES = {"success", "step_limit", "dead_end"}

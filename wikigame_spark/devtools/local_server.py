@@ -159,6 +159,8 @@ class LlamaServer:
             str(self.n_ctx),
             "--n_threads",
             str(self.threads),
+            "--n_threads_batch",  # prompts too, as llama-server's --threads does
+            str(self.threads),
             "--logits_all",
             str(self.logits_all),
         ]
