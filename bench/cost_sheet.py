@@ -3,7 +3,7 @@ Wikipedia and OpenAlex Medicine, from the real jobs measured here at two sizes.
 
     python bench/cost_sheet.py [--wiki-mb 60 240] [--works 200000 1600000]
         [--graphs 25000:400000 100000:1600000] [--summaries 500 2000] [--play-games 1000 4000]
-        [--out out/bench/cost]
+        [--stages WORD …] [--out out/bench/cost]
 
 Each stage is the job a user runs (``python jobs/….py``, local Spark on this machine's cores),
 each run in a process of its own, measured as a process tree: CPU seconds (every process's user
@@ -13,12 +13,14 @@ each input give a line, CPU = fixed + marginal × size: the fixed part is the jo
 input (JVM and session start, the small stages), the marginal part its rate. Full size is that
 line at the stated size, with the assumption written beside it; memory is either flat (Spark's
 stages, bounded by the JVM's heap: Spark spills past it; the embedding workers' model and batch)
-or, where the job holds the graph, the line through the two peaks. Inputs are real or generated
+or, where the job holds the graph in its Python driver, the JVMs' peak (bounded by the heap) plus
+the line through the two peaks of the other processes. Inputs are real or generated
 in the real schema: the English dump's head replicated (``bench_wikipedia``), a generated
 OpenAlex snapshot (``bench_openalex``), scale-free graphs (``bench_sampling``) with 1,000-character
 summaries cut from the real Latgalian text (``bench_scale``).
 
-Prints the sheet and writes ``OUT/cost_sheet.md`` and ``OUT/cost_sheet.json``.
+Prints the sheet and writes ``OUT/cost_sheet.md`` and ``OUT/cost_sheet.json``; ``--stages`` measures
+only the stages whose names hold one of the words given (a line re-measured alone).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -68,13 +71,22 @@ def _cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _is_jvm(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0", 1)[0].endswith(b"/java")
+    except OSError:
+        return False
+
+
 def measured(command: list[str], env: dict | None = None) -> dict:
-    """``command`` run to its end: wall and CPU seconds of its process tree, and its peak PSS.
-    A process's CPU is its last sample (every 0.2 s), so each may lose up to 0.2 s at its end."""
+    """``command`` run to its end: wall and CPU seconds of its process tree, its peak PSS, and the
+    peaks of its JVMs' and of its other processes'. A process's CPU is its last sample (every 0.2 s),
+    so each may lose up to 0.2 s at its end."""
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     cpu: dict[int, float] = {}
-    peak = [0]
+    peak, peak_jvm, peak_other = [0], [0], [0]
 
     def watch() -> None:
         while proc.poll() is None:
@@ -83,7 +95,11 @@ def measured(command: list[str], env: dict | None = None) -> dict:
                 seconds = _cpu(p)
                 if seconds is not None:
                     cpu[p] = max(cpu.get(p, 0.0), seconds)
-            peak[0] = max(peak[0], sum(_pss(p)[0] for p in pids))
+            pss = {p: _pss(p)[0] for p in pids}
+            peak[0] = max(peak[0], sum(pss.values()))
+            jvm = sum(v for p, v in pss.items() if _is_jvm(p))
+            peak_jvm[0] = max(peak_jvm[0], jvm)
+            peak_other[0] = max(peak_other[0], sum(pss.values()) - jvm)
             time.sleep(0.2)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -93,8 +109,8 @@ def measured(command: list[str], env: dict | None = None) -> dict:
     if proc.returncode != 0:
         sys.exit(f"error: {' '.join(command)} failed ({proc.returncode}):\n{output[-3000:]}")
     summary = output.strip().splitlines()[-1]
-    return {"wall_s": time.perf_counter() - start, "cpu_s": sum(cpu.values()), "peak_gib": peak[0] / 2**30,
-            "summary": summary}  # fmt: skip
+    gib = {"peak_gib": peak[0] / 2**30, "peak_jvm_gib": peak_jvm[0] / 2**30, "peak_other_gib": peak_other[0] / 2**30}
+    return {"wall_s": time.perf_counter() - start, "cpu_s": sum(cpu.values()), **gib, "summary": summary}
 
 
 def job(name: str, *args: str, tracking: str) -> dict:
@@ -186,24 +202,27 @@ def line(points: list[tuple[float, dict]], key: str) -> tuple[float, float]:
 class Stage:
     name: str
     unit: str
-    points: list
+    measure: Callable[[], list]  # the two sizes' (size, measurement), measured when called
     full: dict  # the study's name → its size in ``unit`` (absent: not a stage of that study)
-    memory: str  # "flat" or "linear"
+    memory: str  # "flat", or "driver": the JVMs' peak plus a line through the other processes' peaks
     assumption: str
 
 
 def rows(stages: list[Stage]) -> list[dict]:
     out = []
     for s in stages:
-        fixed, marginal = line(s.points, "cpu_s")
-        mem_fixed, mem_marginal = line(s.points, "peak_gib")
+        points = s.measure()
+        fixed, marginal = line(points, "cpu_s")
+        mem_fixed, mem_marginal = line(points, "peak_other_gib")
+        jvm = max(m["peak_jvm_gib"] for _, m in points)
         row = {"stage": s.name, "unit": s.unit, "fixed_cpu_s": fixed, "marginal_cpu_s": marginal,
-               "measured": [{"size": x, **m} for x, m in s.points], "assumption": s.assumption, "full": {}}  # fmt: skip
+               "measured": [{"size": x, **m} for x, m in points], "assumption": s.assumption, "full": {}}  # fmt: skip
         for study, size in s.full.items():
             if marginal <= 0:  # the fixed cost hides the input's at these sizes: no rate to scale
                 row["full"][study] = None
                 continue
-            peak = max(m["peak_gib"] for _, m in s.points) if s.memory == "flat" else mem_fixed + mem_marginal * size
+            flat = max(m["peak_gib"] for _, m in points)
+            peak = flat if s.memory == "flat" else jvm + mem_fixed + mem_marginal * size
             row["full"][study] = {"size": size, "core_hours": (fixed + marginal * size) / 3600, "peak_gib": peak}
         out.append(row)
     return out
@@ -248,6 +267,7 @@ def main() -> None:
     p.add_argument("--graphs", nargs=2, default=["25000:400000", "100000:1600000"], help="NODES:EDGES, two sizes")
     p.add_argument("--summaries", type=int, nargs=2, default=[500, 2000], help="nodes embedded, two sizes")
     p.add_argument("--play-games", type=int, nargs=2, default=[1000, 4000], help="games played, two counts")
+    p.add_argument("--stages", nargs="+", default=[], metavar="WORD", help="only the stages whose names hold a word")
     p.add_argument("--out", default=OUT)
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -256,26 +276,38 @@ def main() -> None:
     graphs = [tuple(int(v) for v in g.split(":")) for g in a.graphs]
 
     def each(stage, sizes, *rest):
-        points = []
-        for size in sizes:
-            points.append(stage(*size, *rest) if isinstance(size, tuple) else stage(size, *rest))
-            print(f"{stage.__name__} at {size}: {json.dumps(points[-1][1])}", flush=True)
-        return points
+        def measure() -> list:
+            points = []
+            for size in sizes():
+                points.append(stage(*size, *rest) if isinstance(size, tuple) else stage(size, *rest))
+                print(f"{stage.__name__} at {size}: {json.dumps(points[-1][1])}", flush=True)
+            return points
+
+        return measure
+
+    def wanted(name: str) -> bool:
+        return not a.stages or any(word in name for word in a.stages)
 
     # The snapshots before anything starts Spark here: their generator forks workers, and a fork
     # of a process holding the Spark gateway's connection resets it as it exits.
     from bench.bench_openalex import snapshot
 
-    for works in a.works:
-        snapshot(works, os.cpu_count() or 1)
-    generated = [(graph_at(a.out, n, e), e) for n, e in graphs]
-    embedded = [(graph_at(a.out, n, n * 16, summaries=True), n) for n in a.summaries]
+    if wanted("build the graph (OpenAlex snapshot)"):
+        for works in a.works:
+            snapshot(works, os.cpu_count() or 1)
+
+    def generated() -> list:
+        return [(graph_at(a.out, n, e), e) for n, e in graphs]
+
+    def embedded() -> list:
+        return [(graph_at(a.out, n, n * 16, summaries=True), n) for n in a.summaries]
+
     wiki_links, medicine_links = (10_000 * 100 * s.edges / s.nodes for s in (WIKIPEDIA, MEDICINE))
     stages = [
         Stage(
             "build the graph (Wikipedia dump)",
             "MB of wikitext",
-            each(build_wikipedia, a.wiki_mb, a.out, tracking),
+            each(build_wikipedia, lambda: a.wiki_mb, a.out, tracking),
             {w: WIKIPEDIA.input_units},
             "flat",
             "the dump's ~95 GB of wikitext; the rate on this machine's cores holds per core",
@@ -283,26 +315,27 @@ def main() -> None:
         Stage(
             "build the graph (OpenAlex snapshot)",
             "works read",
-            each(build_openalex, a.works, a.out, tracking),
+            each(build_openalex, lambda: a.works, a.out, tracking),
             {m: MEDICINE.input_units},
             "flat",
             "the job reads the whole snapshot (~260 M works) to keep one field's; records alike in size",
         ),
         Stage(
-            "graph statistics (GraphFrames)",
+            "graph statistics (local)",
             "edges",
             each(graph_stats, generated, tracking),
             {w: WIKIPEDIA.edges, m: MEDICINE.edges},
-            "flat",
-            "linear in edges; components' iterations grow with the diameter, alike in these graphs",
+            "driver",
+            "linear in edges (components and searches on the mapped CSR); the driver's Python holds the CSR: "
+            "its memory linear",
         ),
         Stage(
             "10,000 games sampled (local)",
             "edges",
             each(sample_games, generated, tracking),
             {w: WIKIPEDIA.edges, m: MEDICINE.edges},
-            "linear",
-            "linear in edges (the searches grow slower); the driver holds the CSR: memory linear too",
+            "driver",
+            "linear in edges (the searches grow slower); the driver's Python holds the CSR: its memory linear",
         ),
         Stage(
             "embedding cache, MiniLM-L6 (default runtime)",
@@ -315,14 +348,14 @@ def main() -> None:
         Stage(
             "10,000 embedding games",
             "links scored",
-            each(play, [(generated[-1][0], graphs[-1][0], games) for games in a.play_games], tracking),
+            each(play, lambda: [(generated()[-1][0], graphs[-1][0], games) for games in a.play_games], tracking),
             {w: wiki_links, m: medicine_links},
             "flat",
             "worst case: every game 100 steps; a step's cost ∝ the page's out-degree; memory at the larger "
             "graph: the mapped files (CSR + matrix) grow with the graph",
         ),
     ]
-    table = rows(stages)
+    table = rows([s for s in stages if wanted(s.name)])
     sheet = markdown(table, os.cpu_count() or 1)
     print("\n" + sheet)
     with open(os.path.join(a.out, "cost_sheet.md"), "w") as f:

@@ -80,24 +80,14 @@ def transpose(ptr: np.ndarray, idx: np.ndarray, run_edges: int = RUN_EDGES) -> t
     return compress(np.bincount(idx, minlength=ptr.size - 1), reversed_links)
 
 
-def _component_labels(ptr: np.ndarray, idx: np.ndarray, connection: str) -> np.ndarray:
-    """Component labels per position by scipy, on the CSR arrays as they are (mapped ones included).
+def strong_components(ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """SCC labels per position by scipy, on the CSR arrays as they are (mapped ones included).
 
     scipy wants float64 weights it never reads for components; a broadcast 1.0 costs no memory."""
     n = ptr.size - 1
     weights = np.broadcast_to(np.float64(1.0), (idx.size,))
     graph = sp.csr_matrix((weights, idx, ptr), shape=(n, n), copy=False)
-    return connected_components(graph, directed=True, connection=connection)[1]
-
-
-def strong_components(ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """SCC labels per position: equal ⇔ each reaches the other along the links."""
-    return _component_labels(ptr, idx, "strong")
-
-
-def weak_components(ptr: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """WCC labels per position: equal ⇔ connected when the links' direction is ignored."""
-    return _component_labels(ptr, idx, "weak")
+    return connected_components(graph, directed=True, connection="strong")[1]
 
 
 def condensation(scc: np.ndarray, ptr: np.ndarray, idx: np.ndarray, run_edges: int = RUN_EDGES) -> Condensation:

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 
 from wikigame_spark.graph import frame
 from wikigame_spark.graph.bfs import PregelSearch
-from wikigame_spark.graph.csr import CsrGraph, weak_components
+from wikigame_spark.graph.csr import CsrGraph
 from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.graph.mapped import MappedGraph, ensure_graph, local_folder
 from wikigame_spark.graph.reach import REACHABLE, Condensation, largest_component
@@ -276,7 +276,7 @@ class LocalDistances(PairDistances):
         return ComponentSizes.of_labels(self.graph.scc)
 
     def weak_components(self) -> ComponentSizes:
-        return ComponentSizes.of_labels(weak_components(self.graph.out_ptr, self.graph.out_idx))
+        return ComponentSizes.of_labels(self.graph.condensation.weak_labels(self.graph.scc))
 
     def max_degrees(self) -> tuple[int, int]:
         return int(self.graph.in_deg.max(initial=0)), int(self.graph.out_deg.max(initial=0))

@@ -63,6 +63,14 @@ class Condensation:
         pos = np.minimum(np.searchsorted(self.names, names), self.names.size - 1)
         return np.where(self.names[pos] == names, pos, -1)
 
+    def weak_labels(self, scc: np.ndarray) -> np.ndarray:
+        """Weak component labels per node, from its SCC's name: an SCC is connected, so the graph's
+        weak components are the DAG's, plus each SCC without links to other SCCs on its own."""
+        scc = np.asarray(scc, dtype=np.int64)
+        pos = self._positions(scc)
+        alone = int(self.weak.max(initial=-1)) + 1 - int(scc.min(initial=0))  # past every DAG label
+        return np.where(pos >= 0, self.weak[np.maximum(pos, 0)], alone + scc)
+
     def decide(self, s_out: np.ndarray, t_in: np.ndarray, s_scc: np.ndarray, t_scc: np.ndarray) -> np.ndarray:
         """Codes for pairs of distinct nodes: ``REACHABLE``, or why not (the codes of
         :mod:`wikigame_spark.graph.csr`, checked in this order): the source has no out-links, the
