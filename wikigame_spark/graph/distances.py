@@ -6,12 +6,12 @@ is none. Reachability is settled first, without a search, from strongly connecte
 their condensation (:mod:`wikigame_spark.graph.reach`); only reachable pairs are searched. The
 components an oracle found also give the graph's statistics (:mod:`wikigame_spark.graph.stats`).
 
-- ``local``: the graph in the driver as CSR arrays (:mod:`wikigame_spark.graph.csr`), components by
-  scipy.
-  Given the graph directory the tables were read from, its out-links are the play stage's mapped
-  int32 files (:mod:`wikigame_spark.graph.mapped`, built once per build of the graph), not a copy.
-- ``graphframes``: degrees and components by GraphFrames, the condensation in the driver, searches by a
-  multi-pair bidirectional BFS on GraphFrames' Pregel (:mod:`wikigame_spark.graph.bfs`, the
+- ``local``: the graph in the driver as CSR arrays (:mod:`wikigame_spark.graph.csr`), SCCs by scipy,
+  weak components from their condensation. Given the graph directory the tables were read from,
+  its out-links are the play stage's mapped int32 files (:mod:`wikigame_spark.graph.mapped`, built
+  once per build of the graph), not a copy.
+- ``graphframes``: degrees and components by GraphFrames, the condensation in the driver, searches
+  by a multi-pair bidirectional BFS on GraphFrames' Pregel (:mod:`wikigame_spark.graph.bfs`, the
   fastest exact candidate measured); the edge list stays in the cluster.
 - ``auto``: ``local`` when :func:`local_bytes` of the graph fits the driver's budget
   (:func:`local_budget`), otherwise ``graphframes``.
