@@ -16,7 +16,10 @@ ids), every figure byte-identical, and every MLflow run's params, metrics and ta
 name. Inside every text (JSON values, Markdown, HTML, CSV, params) these are set aside too: the
 folder's absolute path, MLflow run ids (32 hex digits), times (ISO 8601), the code version
 (``0.1.0+<commit>``) and the SHA-1 digests of the folder's own manifests (full or their 12-digit
-prefix), which differ between two runs because the manifests record their time of making. It
+prefix), which differ between two runs because the manifests record their time of making, and the
+UUIDs Spark puts in part files' names. Manifests' part files are compared by name, not size (a
+table's bytes follow its volatile columns); the report's cache of distance profiles, in folders
+named by run ids, is set aside (its content is in the report's tables). It
 prints each difference and exits 1 when there is one. A refactor that changes behaviour shows
 here; one that only moves code does not.
 """
@@ -63,6 +66,9 @@ VOLATILE_METRICS = {"games_per_second", "llm_latency_mean_s"}
 VOLATILE_PARAMS = {"code_version", "play_runs"}  # play_runs: the report's list of MLflow run ids
 VOLATILE_TAGS_PREFIX = ("mlflow.",)  # MLflow's own tags: user, source file, git commit, log history
 VOLATILE_FILES = {"mlflow.db"}
+# The report's cache of distance profiles, in folders named by a digest of the games manifest and by
+# MLflow run ids: what it holds is compared in the report's tables.
+VOLATILE_DIRS = (os.path.join("cache", "profiles"),)
 
 
 def _env(repo: str, out: str) -> dict:
@@ -113,9 +119,13 @@ def run(repo: str, out: str, games: int) -> None:
 
 
 def _scrub(value, root: str):
-    """``value`` with volatile keys dropped and volatile text replaced (:func:`_scrub_text`)."""
+    """``value`` with volatile keys dropped and volatile text replaced (:func:`_scrub_text`); a
+    manifest's part files by name only (a table's bytes follow its volatile columns, its values are
+    compared as a table)."""
+    if isinstance(value, dict) and isinstance(value.get("files"), dict):
+        value = {**value, "files": sorted(value["files"])}
     if isinstance(value, dict):
-        return {k: _scrub(v, root) for k, v in value.items() if k not in VOLATILE_JSON_KEYS}
+        return {_scrub_text(k, root): _scrub(v, root) for k, v in value.items() if k not in VOLATILE_JSON_KEYS}
     if isinstance(value, list):
         return [_scrub(v, root) for v in value]
     if isinstance(value, str):
@@ -126,6 +136,8 @@ def _scrub(value, root: str):
 _RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
 _CODE_VERSION = re.compile(r"\b\d+\.\d+\.\d+\+[0-9a-f]{7,40}\b")
+# Spark names each write's part files with a new UUID (manifests list them in their contents)
+_PART_UUID = re.compile(r"(part-\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _DIGESTS: dict[str, dict[str, str]] = {}
 
 
@@ -145,7 +157,13 @@ def _scrub_text(text: str, root: str) -> str:
     text = text.replace(f"file://{root}", "<out>").replace(root, "<out>")
     for digest, name in _digests(root).items():
         text = text.replace(digest, name).replace(digest[:12], name)
+    text = _PART_UUID.sub(r"\1-<uuid>", text)
     return _CODE_VERSION.sub("<code version>", _TIME.sub("<time>", _RUN_ID.sub("<run id>", text)))
+
+
+def _volatile_dir(rel: str) -> bool:
+    """Whether a folder relative to the output is, or lies inside, a ``VOLATILE_DIRS`` folder."""
+    return any(f"{os.sep}{d}{os.sep}" in f"{os.sep}{rel}{os.sep}" for d in VOLATILE_DIRS)
 
 
 def _tables(root: str) -> set[str]:
@@ -153,7 +171,7 @@ def _tables(root: str) -> set[str]:
     found = set()
     for path in glob.glob(os.path.join(root, "**", "*.parquet"), recursive=True):
         rel = os.path.relpath(os.path.dirname(path), root)
-        if not rel.startswith("mlruns"):
+        if not rel.startswith("mlruns") and not _volatile_dir(rel):
             found.add(rel)
     return found
 
@@ -177,7 +195,7 @@ def _files(root: str) -> set[str]:
     found = set()
     for dirpath, _, names in os.walk(root):
         rel = os.path.relpath(dirpath, root)
-        if rel.startswith("mlruns") or any(part.startswith(".") for part in rel.split(os.sep)):
+        if rel.startswith("mlruns") or _volatile_dir(rel) or any(part.startswith(".") for part in rel.split(os.sep)):
             continue
         for name in names:
             if name in VOLATILE_FILES or name.endswith((".parquet", ".crc")) or name == "_SUCCESS":
