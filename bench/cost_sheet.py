@@ -86,7 +86,7 @@ def measured(command: list[str], env: dict | None = None) -> dict:
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     cpu: dict[int, float] = {}
-    peak, peak_jvm, peak_other = [0], [0], [0]
+    peaks = [0, 0, 0]  # the whole tree's, its JVMs', its other processes'
 
     def watch() -> None:
         while proc.poll() is None:
@@ -96,10 +96,8 @@ def measured(command: list[str], env: dict | None = None) -> dict:
                 if seconds is not None:
                     cpu[p] = max(cpu.get(p, 0.0), seconds)
             pss = {p: _pss(p)[0] for p in pids}
-            peak[0] = max(peak[0], sum(pss.values()))
-            jvm = sum(v for p, v in pss.items() if _is_jvm(p))
-            peak_jvm[0] = max(peak_jvm[0], jvm)
-            peak_other[0] = max(peak_other[0], sum(pss.values()) - jvm)
+            total, jvm = sum(pss.values()), sum(v for p, v in pss.items() if _is_jvm(p))
+            peaks[:] = map(max, peaks, (total, jvm, total - jvm))
             time.sleep(0.2)
 
     watcher = threading.Thread(target=watch, daemon=True)
@@ -109,7 +107,7 @@ def measured(command: list[str], env: dict | None = None) -> dict:
     if proc.returncode != 0:
         sys.exit(f"error: {' '.join(command)} failed ({proc.returncode}):\n{output[-3000:]}")
     summary = output.strip().splitlines()[-1]
-    gib = {"peak_gib": peak[0] / 2**30, "peak_jvm_gib": peak_jvm[0] / 2**30, "peak_other_gib": peak_other[0] / 2**30}
+    gib = {k: v / 2**30 for k, v in zip(("peak_gib", "peak_jvm_gib", "peak_other_gib"), peaks)}
     return {"wall_s": time.perf_counter() - start, "cpu_s": sum(cpu.values()), **gib, "summary": summary}
 
 
@@ -214,14 +212,13 @@ def rows(stages: list[Stage]) -> list[dict]:
         points = s.measure()
         fixed, marginal = line(points, "cpu_s")
         mem_fixed, mem_marginal = line(points, "peak_other_gib")
-        jvm = max(m["peak_jvm_gib"] for _, m in points)
+        flat, jvm = (max(m[k] for _, m in points) for k in ("peak_gib", "peak_jvm_gib"))
         row = {"stage": s.name, "unit": s.unit, "fixed_cpu_s": fixed, "marginal_cpu_s": marginal,
                "measured": [{"size": x, **m} for x, m in points], "assumption": s.assumption, "full": {}}  # fmt: skip
         for study, size in s.full.items():
             if marginal <= 0:  # the fixed cost hides the input's at these sizes: no rate to scale
                 row["full"][study] = None
                 continue
-            flat = max(m["peak_gib"] for _, m in points)
             peak = flat if s.memory == "flat" else jvm + mem_fixed + mem_marginal * size
             row["full"][study] = {"size": size, "core_hours": (fixed + marginal * size) / 3600, "peak_gib": peak}
         out.append(row)
