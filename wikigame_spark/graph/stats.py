@@ -199,7 +199,7 @@ def render(report: dict, title: str, png: bytes, png_name: str) -> dict[str, byt
     doc.heading(title, 1)
     doc.heading("Table 1")
     doc.table(rows(report["table1"], _TABLE1_LABELS))
-    doc.heading("Components (GraphFrames)")
+    doc.heading(f"Components (method {r['method']})")
     doc.table(rows(report["components"], _COMPONENT_LABELS))
     doc.heading("Reachability (Figure 1B)")
     doc.para(
