@@ -62,9 +62,10 @@ def reference(paths: list[str], limit_mb: float) -> tuple[dict, float, float]:
 
     from wikigame_spark.ingest.dumps import read_siteinfo
     from wikigame_spark.ingest.pages import normalise_links
+    from wikigame_spark.ingest.titles import target_classifier
     from wikigame_spark.ingest.wikitext import extract_reference
 
-    site = read_siteinfo(paths[0])
+    classify = target_classifier(read_siteinfo(paths[0]))
     results, nbytes = {}, 0
     start = time.perf_counter()
     for path in paths:
@@ -75,7 +76,7 @@ def reference(paths: list[str], limit_mb: float) -> tuple[dict, float, float]:
             if page.namespace != 0 or page.redirect:
                 continue
             links, summary = extract_reference(text)
-            results[page.title] = (set(normalise_links(links, site)[0]), summary)
+            results[page.title] = (set(normalise_links(links, classify)[0]), summary)
             nbytes += len(text.encode())
             if nbytes / 1e6 >= limit_mb:
                 return results, nbytes, time.perf_counter() - start

@@ -4,6 +4,7 @@ import pytest
 from tests.conftest import BNWIKI, ENWIKI, LTG
 from wikigame_spark.ingest.dumps import DumpTask, iter_pages, read_siteinfo
 from wikigame_spark.ingest.pages import normalise_links
+from wikigame_spark.ingest.titles import target_classifier
 from wikigame_spark.ingest.wikitext import extract_fast, extract_reference, fast_links, fast_summary, strip_code
 
 
@@ -31,6 +32,28 @@ def test_fast_summary_equals_full_parse_on_long_text():
     text = infobox + body + "\n\n{| class=wikitable\n| a || b\n|}\n"
     assert fast_summary(text) == extract_reference(text)[1]
     assert len(fast_summary(text)) == 1000
+
+
+PARAGRAPH = "'''Word''' [[link|text]] and a <ref>{{cite|x}}</ref> sentence that goes on for a while. " * 6
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        # A "|}" inside a template is not the end of a table; a tag inside a comment is not a tag.
+        "{{Infobox|a={{x|}}|b=1}}\n<!-- <ref> not a tag\n\n-->",
+        # A tag never closed is text to the parser, and a closing tag with nothing open too.
+        "{{Infobox|anthem=<center>song}}\n</div>",
+        "{|\n| a cell [[x]]\n|}",
+        # Bold and italic marks left unpaired in one paragraph may pair with a later one's.
+        "{{IPA|he'publi'ka}} " + "x " * 250 + "''open\n\nclose'' [[y]]",
+        "<nowiki>{{</nowiki> {{tpl\n\n|x=1}} <math>\\frac{{a}}{b}</math>",
+    ],
+)
+def test_fast_summary_reads_paragraph_chunks_as_the_whole_parse_does(head):
+    # The first chunk read is at least 2,000 characters long: the head is where it ends.
+    text = "\n\n".join([PARAGRAPH] * 3 + [head] + [PARAGRAPH] * 12)
+    assert fast_summary(text) == extract_reference(text)[1]
 
 
 @pytest.mark.parametrize(
@@ -62,23 +85,23 @@ def test_strip_code_equals_the_librarys_on_every_real_page(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "path, min_links, min_summary", [(LTG, 0.995, 0.99), (ENWIKI, 0.99, 0.99), (BNWIKI, 0.99, 0.99)]
-)
-def test_fast_agrees_with_reference_on_real_dumps(path, min_links, min_summary):
-    """Normalised link sets and summaries of every article, fast vs the paper's method."""
-    site = read_siteinfo(path)
+@pytest.mark.parametrize("path, link_differences", [(LTG, 1), (ENWIKI, 1), (BNWIKI, 1)])
+def test_fast_agrees_with_reference_on_real_dumps(path, link_differences):
+    """Normalised link sets and summaries of every article, fast vs the paper's method: every
+    summary is the same; the link sets differ on one article of each dump, where the parser's
+    own limits decide (tags nested deeper than it recurses, bold marks that pair across a
+    template, an italic mark inside a link's title)."""
+    classify = target_classifier(read_siteinfo(path))
     articles = [
         r["text"]
         for r in iter_pages(DumpTask(path))
         if r.get("ns") == "0" and r.get("redirect") is None and r.get("text")
     ]
-    same_links = same_summary = 0
+    other_links = other_summary = 0
     for text in articles:
         ref_links, ref_summary = extract_reference(text)
         fast, summary = extract_fast(text)
-        same_links += set(normalise_links(ref_links, site)[0]) == set(normalise_links(fast, site)[0])
-        same_summary += ref_summary == summary
+        other_links += set(normalise_links(ref_links, classify)[0]) != set(normalise_links(fast, classify)[0])
+        other_summary += ref_summary != summary
     assert len(articles) > 100
-    assert same_links / len(articles) >= min_links
-    assert same_summary / len(articles) >= min_summary
+    assert (other_links, other_summary) == (link_differences, 0)

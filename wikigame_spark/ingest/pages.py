@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from wikigame_spark.ingest.dumps import DumpTask, iter_pages
-from wikigame_spark.ingest.titles import INVALID_TITLE, MAIN, SiteInfo, classify_target, page_title
+from wikigame_spark.ingest.titles import INVALID_TITLE, MAIN, SiteInfo, classify_target, page_title, target_classifier
 from wikigame_spark.ingest.wikitext import EXTRACTORS
 
 ARTICLE = "article"
@@ -25,6 +25,7 @@ UNPARSEABLE = "unparseable"
 REJECTIONS = (TRUNCATED, MISSING_FIELD, INVALID_TITLE, NO_TEXT, TOO_LARGE, UNPARSEABLE)
 
 Extractor = Callable[[str], tuple[list[str], str]]
+Classifier = Callable[[str], tuple[str, str]]
 
 
 def _row(
@@ -68,20 +69,19 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def normalise_links(raw_links: list[str], site: SiteInfo) -> tuple[list[str], dict[str, int]]:
-    """Main-namespace targets (one per occurrence) and counts of the rest by reason."""
-    kept: list[str] = []
-    dropped: Counter = Counter()
-    for raw in raw_links:
-        kind, title = classify_target(raw, site)
-        if kind == MAIN:
-            kept.append(title)
-        else:
-            dropped[kind] += 1
-    return kept, dict(dropped)
+def normalise_links(raw_links: list[str], classify: Classifier) -> tuple[list[str], dict[str, int]]:
+    """Main-namespace targets (one per occurrence) and counts of the rest by reason; ``classify``
+    is :func:`~wikigame_spark.ingest.titles.target_classifier` of the wiki."""
+    targets = list(map(classify, raw_links))
+    kept = [title for kind, title in targets if kind == MAIN]
+    if len(kept) == len(targets):
+        return kept, {}
+    return kept, dict(Counter(kind for kind, _ in targets if kind != MAIN))
 
 
-def page_row(rec: dict, file: str, site: SiteInfo, extract: Extractor, max_text_bytes: int) -> tuple:
+def page_row(
+    rec: dict, file: str, site: SiteInfo, extract: Extractor, max_text_bytes: int, classify: Classifier | None = None
+) -> tuple:
     """Classify one page and, for an article, extract its links and summary."""
     if "truncated" in rec:
         return _row(file, REJECTED, TRUNCATED, detail=rec["truncated"])
@@ -123,12 +123,13 @@ def page_row(rec: dict, file: str, site: SiteInfo, extract: Extractor, max_text_
         raw_links, summary = extract(text)
     except (RecursionError, ValueError, MemoryError) as e:
         return _row(file, REJECTED, UNPARSEABLE, text_bytes=size, detail=f"{type(e).__name__}: {e}", **common)
-    links, dropped = normalise_links(raw_links, site)
+    links, dropped = normalise_links(raw_links, classify or target_classifier(site))
     return _row(file, ARTICLE, text_bytes=size, summary=summary, links=links, links_dropped=dropped, **common)
 
 
 def task_rows(task: DumpTask, site: SiteInfo, method: str, max_text_bytes: int) -> Iterator[tuple]:
     """All ``PAGES`` rows of one dump task."""
     extract = EXTRACTORS[method]
+    classify = target_classifier(site)
     for rec in iter_pages(task):
-        yield page_row(rec, task.path, site, extract, max_text_bytes)
+        yield page_row(rec, task.path, site, extract, max_text_bytes, classify)

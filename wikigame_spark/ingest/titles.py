@@ -6,8 +6,10 @@ Namespace names come from the dump's own ``<siteinfo>`` (localised, e.g. Latgali
 
 from __future__ import annotations
 
+import functools
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
@@ -137,6 +139,12 @@ def classify_target(raw: str, site: SiteInfo) -> tuple[str, str]:
     if not text:
         return INVALID, ""
     return MAIN, capitalise_first(text, site.case)
+
+
+def target_classifier(site: SiteInfo, cache_size: int = 1 << 17) -> Callable[[str], tuple[str, str]]:
+    """:func:`classify_target` for one wiki, remembering its latest answers: the same targets are
+    linked from many pages."""
+    return functools.lru_cache(maxsize=cache_size)(functools.partial(classify_target, site=site))
 
 
 def page_title(raw: str, site: SiteInfo) -> str | None:

@@ -45,16 +45,15 @@ _HIDDEN = re.compile(
 # optional label that may hold nested links, single-bracket external links or a lone "]".
 _LINK = re.compile(
     r"\[\[([^\[\]\n<>|]*(?:<!--.*?-->[^\[\]\n<>|]*)*)"
-    r"(?:\|((?:[^\[\]]|\[\[[^\[\]]*\]\]|\[[^\[\]]*\]|\](?!\]))*))?\]\]",
+    r"(?:\|((?:[^\[\]]|\[\[[^\[\]]*\]\]|\[[^\[\]]*\]|\](?!\])|\[(?!\[))*))?\]\]",
     re.S,
 )
 
 
 def _scan_links(text: str, out: list[str]) -> None:
-    for m in _LINK.finditer(text):
-        out.append(m.group(1))
-        label = m.group(2)
-        if label and "[[" in label:
+    for title, label in _LINK.findall(text):
+        out.append(title)
+        if "[[" in label:
             _scan_links(label, out)
 
 
@@ -69,33 +68,81 @@ def fast_links(text: str) -> list[str]:
     return out
 
 
-# Constructs whose opening and closing must balance before a prefix may be cut.
-_PAIRS = (("{{", "}}"), ("[[", "]]"), ("{|", "|}"), ("<!--", "-->"))
+# Constructs whose opening and closing must balance before the text may be cut. Tables open and
+# close only at the start of a line (the parser's rule), so a "|}" inside a template is not one.
+_PAIRS = (("{{", "}}"), ("[[", "]]"))
+_TABLE_OPEN = re.compile(r"(?:^|\n)[^\S\n]*\{\|")
+_TABLE_CLOSE = re.compile(r"\n[^\S\n]*\|\}")
 _TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9]*)\b[^<>]*?(/?)>")
 _VOID_TAGS = frozenset(("br", "hr", "wbr", "li", "p"))
 
 
-def _safe_cuts(text: str, start: int):
-    """Paragraph breaks at or after ``start`` where every construct opened before is closed.
+_CLOSE_TAGS: dict[str, re.Pattern] = {}
 
-    Counts are kept incrementally, so scanning the whole article costs one pass.
+
+def _blank(match: re.Match) -> str:
+    return " " * len(match.group())
+
+
+class _Balance:
+    """Whether every construct opened before a position is closed, scanning forward once.
+
+    The counts are read from the text as the parser sees it: closed comments and the contents of
+    parser-blacklisted tags are blanked first (same length). A tag with no closing tag anywhere
+    after it is text to the parser, and so is a closing tag with nothing open, so neither counts.
     """
-    balance = [0] * len(_PAIRS)
-    tags: dict[str, int] = {}
-    done = 0
-    pos = text.find("\n\n", start)
-    while pos != -1:
+
+    def __init__(self, text: str):
+        self.text = _HIDDEN.sub(_blank, text) if "<" in text else text
+        self.next_close: dict[str, int] = {}  # per tag name: where its next closing tag starts, or -1
+        self.pairs = [0] * len(_PAIRS)
+        self.tables = 0
+        self.tags: dict[str, int] = {}
+        self.done = 0
+
+    def _closable(self, name: str, at: int) -> bool:
+        known = self.next_close.get(name)
+        if known is None or 0 <= known <= at:
+            pattern = _CLOSE_TAGS.get(name)
+            if pattern is None:
+                pattern = _CLOSE_TAGS[name] = re.compile(f"</{re.escape(name)}\\b", re.I)
+            found = pattern.search(self.text, at)
+            known = self.next_close[name] = found.start() if found else -1
+        return known > at
+
+    def closed_at(self, pos: int) -> bool:
+        """Advance to ``pos``; true if nothing opened before it is still open."""
+        text, done = self.text, self.done
         for i, (opening, closing) in enumerate(_PAIRS):
-            balance[i] += text.count(opening, done, pos) - text.count(closing, done, pos)
+            self.pairs[i] += text.count(opening, done, pos) - text.count(closing, done, pos)
+        if "{|" in text[done:pos] or "|}" in text[done:pos]:
+            self.tables += len(_TABLE_OPEN.findall(text, done, pos))
+            self.tables = max(self.tables - len(_TABLE_CLOSE.findall(text, done, pos)), 0)
         if "<" in text[done:pos]:
-            for close, name, self_closing in _TAG.findall(text, done, pos):
-                if not self_closing and name.lower() not in _VOID_TAGS:
-                    key = name.lower()
-                    tags[key] = tags.get(key, 0) + (-1 if close else 1)
-        done = pos
-        if not any(balance) and not any(tags.values()):
+            tags = self.tags
+            for m in _TAG.finditer(text, done, pos):
+                close, name, self_closing = m.groups()
+                name = name.lower()
+                if self_closing or name in _VOID_TAGS:
+                    continue
+                if close:
+                    if tags.get(name):
+                        tags[name] -= 1
+                elif self._closable(name, m.start()):
+                    tags[name] = tags.get(name, 0) + 1
+        self.done = pos
+        return not any(self.pairs) and not self.tables and not any(self.tags.values())
+
+
+def _safe_cuts(text: str):
+    """Paragraph breaks where every construct opened before is closed, in order."""
+    balance = _Balance(text)
+    visible = balance.text
+    pos = visible.find("\n\n")
+    while pos != -1:
+        if balance.closed_at(pos):
             yield pos
-        pos = text.find("\n\n", pos + 2)
+        pos = visible.find("\n\n", pos + 2)
 
 
 _PARSER = mwparserfromhell.parser.Parser()
@@ -119,6 +166,7 @@ _CLOSERS = (
     _T.TagCloseClose,
     _T.TagCloseSelfclose,
 )
+_DEPTH = {**dict.fromkeys(_OPENERS, 1), **dict.fromkeys(_CLOSERS, -1)}
 _TAG_NAME_ENDS = (_T.TagAttrStart, _T.TagCloseOpen, _T.TagCloseSelfclose)
 _INVISIBLE = frozenset(INVISIBLE_TAGS)
 
@@ -143,6 +191,9 @@ class _Stripper:
     def __init__(self, tokens: list):
         self.tokens = tokens
         self.i = 0
+        # Whether the parse left a bold or italic mark as plain text: unlike the constructs
+        # counted by _Balance, such a mark may pair with one in a later paragraph.
+        self.unsettled = False
 
     def code(self, stops: tuple) -> str:
         """The stripped text of the tokens up to (not including) one of type ``stops``."""
@@ -153,7 +204,10 @@ class _Stripper:
             if kind in stops:
                 break
             if kind is _T.Text:
-                parts.append(tok.text)
+                text = tok["text"]  # tokens are dicts; attribute access is a slow __getattr__
+                if "''" in text:
+                    self.unsettled = True
+                parts.append(text)
                 self.i += 1
                 continue
             stripped = self.node(kind)
@@ -163,16 +217,25 @@ class _Stripper:
 
     def skip(self) -> None:
         """Step over the whole node opened at the current token."""
-        tokens, depth = self.tokens, 0
+        self.i = self._through(self.i, 0)
+
+    def _through(self, i: int, depth: int, stops: tuple = ()) -> int:
+        """The index after the token that brings ``depth`` to zero, or of the first token of
+        type ``stops`` met at depth zero, from token ``i``."""
+        tokens, delta = self.tokens, _DEPTH.get
         while True:
-            tok = tokens[self.i]
-            self.i += 1
-            if isinstance(tok, _OPENERS):
-                depth += 1
-            elif isinstance(tok, _CLOSERS):
-                depth -= 1
-                if depth == 0:
-                    return
+            tok = tokens[i]
+            kind = type(tok)
+            if kind is _T.Text:
+                if "''" in tok["text"]:
+                    self.unsettled = True
+            elif depth == 0 and kind in stops:
+                return i
+            else:
+                depth += delta(kind, 0)
+                if depth == 0 and not stops:
+                    return i + 1
+            i += 1
 
     def library(self) -> str | None:
         """The node at the current token, built and stripped by ``mwparserfromhell`` itself."""
@@ -227,17 +290,9 @@ class _Stripper:
         if name.text.lower() in _INVISIBLE:
             self.skip()
             return None
-        self.i = start + 2
-        depth = 0  # attributes may hold templates and links
-        while True:
-            tok = tokens[self.i]
-            if depth == 0 and isinstance(tok, (_T.TagCloseOpen, _T.TagCloseSelfclose)):
-                break
-            if isinstance(tok, _OPENERS):
-                depth += 1
-            elif isinstance(tok, _CLOSERS):
-                depth -= 1
-            self.i += 1
+        # Attributes may hold templates and links.
+        self.i = self._through(start + 2, 0, (_T.TagCloseOpen, _T.TagCloseSelfclose))
+        tok = tokens[self.i]
         self.i += 1
         if type(tok) is _T.TagCloseSelfclose:
             return None
@@ -260,21 +315,36 @@ def strip_code(text: str) -> str:
 def fast_summary(text: str, summary_chars: int = SUMMARY_CHARS) -> str:
     """``parse(text).strip_code()[:summary_chars]``, parsing only as much of the text as needed.
 
-    The prefix is cut at a paragraph break where all templates, links, tables, comments and tags
-    are closed, so the parse of the prefix is the parse of the start of the whole article. The
-    stripped prefix must exceed the wanted length by a margin so that whitespace collapsing at
-    the cut cannot reach the kept characters; otherwise the prefix grows, up to the whole text.
+    The text is read in chunks that end at paragraph breaks where all templates, links, tables,
+    comments and tags are closed, so each chunk parses as it does inside the whole article and the
+    stripped text of the article is the chunks' stripped texts joined by the paragraph break
+    (collapsed to one blank line). Chunks are read until the summary is long enough; a chunk whose
+    parse is unsettled is read again, twice as long.
     """
-    want = summary_chars + 8
-    start = 2 * summary_chars
-    for cut in _safe_cuts(text, start):
-        if cut < start:
+    least = 2 * summary_chars  # characters of wikitext read by the next chunk, at least
+    if len(text) <= least:
+        return strip_code(text)[:summary_chars]
+    stripped = ""
+    done = 0
+    for cut in _safe_cuts(text):
+        if cut - done < least:
             continue
-        stripped = strip_code(text[:cut])
-        if len(stripped) >= want:
+        stripper = _Stripper(_PARSER._tokenizer.tokenize(text[done:cut]))
+        chunk = stripper.code(())
+        if stripper.unsettled:
+            least = 2 * (cut - done)
+            continue
+        stripped = _join(stripped, chunk)
+        if len(stripped) >= summary_chars:
             return stripped[:summary_chars]
-        start = max(2 * cut, cut + 2 * (want - len(stripped)))
-    return strip_code(text)[:summary_chars]
+        done = cut
+        least = 2 * (summary_chars - len(stripped))
+    return _join(stripped, strip_code(text[done:]))[:summary_chars]
+
+
+def _join(head: str, tail: str) -> str:
+    """The stripped text of two chunks split at a paragraph break, from theirs."""
+    return f"{head}\n\n{tail}" if head and tail else head or tail
 
 
 def extract_fast(text: str, summary_chars: int = SUMMARY_CHARS) -> tuple[list[str], str]:
