@@ -3,8 +3,9 @@
 Reference (the paper's method, single process): mwxml stream over the .bz2, full
 ``mwparserfromhell.parse`` of every article, ``filter_wikilinks``, ``strip_code()[:1000]``.
 Ours: ``jobs/build_wikipedia.py`` end to end in local Spark (decompression, XML, extraction,
-graph assembly, Parquet). Prints MB of wikitext per second per core for both, the ratio, and
-agreement: the share of articles whose edge set is identical and whose summary is identical.
+graph assembly, Parquet) on the first part file and on all of them. Prints MB of wikitext per
+second per core for both, the ratio, the job's marginal rate and fixed cost (from its two sizes),
+and agreement: the share of articles whose edge set is identical and whose summary is identical.
 
     python bench/bench_wikipedia.py [--target-mb 200] [--files 4] [--reference-mb 200]
 """
@@ -83,9 +84,10 @@ def reference(paths: list[str], limit_mb: float) -> tuple[dict, float, float]:
     return results, nbytes, time.perf_counter() - start
 
 
-def ours(paths: list[str]) -> tuple[str, float, float, int]:
-    """Time the extraction stage alone (decompress, XML, links, summaries on the executors),
-    then the whole job (plus graph assembly and Parquet) on the same files."""
+def ours(paths: list[str]) -> tuple[str, float, list[tuple[float, float]], int]:
+    """Time the extraction stage alone (decompress, XML, links, summaries on the executors), then
+    the whole job (plus graph assembly and Parquet) on the first file and on all of them: two
+    sizes give the job's marginal rate and its fixed cost."""
     from jobs import build_wikipedia
     from wikigame_spark.ingest.dumps import plan_tasks
     from wikigame_spark.ingest.wikipedia import dump_siteinfo, read_dump_pages
@@ -97,10 +99,15 @@ def ours(paths: list[str]) -> tuple[str, float, float, int]:
     start = time.perf_counter()
     read_dump_pages(spark, plan_tasks(paths), dump_siteinfo(paths), "fast", 8 << 20).count()
     stage = time.perf_counter() - start
-    out = os.path.join(OUT, "graph")
-    start = time.perf_counter()
-    build_wikipedia.main(["--input", *paths, "--output", out, "--overwrite"])
-    return out, stage, time.perf_counter() - start, cores
+    runs = []
+    for inputs in (paths[:1], paths):
+        out = os.path.join(OUT, f"graph{len(inputs)}")
+        start = time.perf_counter()
+        build_wikipedia.main(["--input", *inputs, "--output", out, "--overwrite"])
+        seconds = time.perf_counter() - start
+        with open(f"{out}/manifest.json") as f:
+            runs.append((json.load(f)["counts"]["wikitext_bytes"] / 1e6, seconds))
+    return out, stage, runs, cores
 
 
 def agreement(ref: dict, graph: str) -> tuple[float, float, int]:
@@ -133,25 +140,30 @@ def main() -> None:
     args = p.parse_args()
 
     paths = scaled_dump(args.target_mb, args.files)
-    graph, stage_seconds, job_seconds, cores = ours(paths)
+    graph, stage_seconds, runs, cores = ours(paths)
     with open(f"{graph}/manifest.json") as f:
         manifest = json.load(f)
-    mb = manifest["counts"]["wikitext_bytes"] / 1e6
+    (small_mb, small_seconds), (mb, job_seconds) = runs
     ref, ref_bytes, ref_seconds = reference(paths, args.reference_mb)
     same_edges, same_summary, n = agreement(ref, graph)
 
     ref_rate = ref_bytes / 1e6 / ref_seconds
     stage_rate = mb / stage_seconds / cores
     job_rate = mb / job_seconds / cores
+    marginal = (mb - small_mb) / (job_seconds - small_seconds) / cores
+    fixed = small_seconds - small_mb / marginal / cores
     print(f"input: {len(paths)} bz2 files, {mb:.1f} MB of article wikitext, {manifest['counts']['nodes']} articles")
     print(f"reference, paper's method (1 process): {ref_bytes / 1e6:.1f} MB in {ref_seconds:.1f} s", end="")
     print(f" = {ref_rate:.2f} MB/s per core")
     print(f"ours, extraction stage ({cores} cores): {stage_seconds:.1f} s = {stage_rate:.2f} MB/s per core", end="")
-    print(f"  ratio {stage_rate / ref_rate:.1f}x (bar >= 5x)")
+    print(f"  ratio {stage_rate / ref_rate:.1f}x")
     print(f"ours, whole job incl. graph + Parquet: {job_seconds:.1f} s = {job_rate:.2f} MB/s per core", end="")
-    print(f"  ratio {job_rate / ref_rate:.1f}x")
-    print(f"agreement over {n} articles: edges identical {same_edges:.2%} (bar 99.5%),", end="")
-    print(f" summaries identical {same_summary:.2%} (bar 99%)")
+    print(f"  ratio {job_rate / ref_rate:.1f}x (bar >= 10x)")
+    print(f"ours, whole job on {small_mb:.1f} MB: {small_seconds:.1f} s; ", end="")
+    print(f"marginal rate {marginal:.2f} MB/s per core (ratio {marginal / ref_rate:.1f}x), ", end="")
+    print(f"fixed cost {fixed:.1f} s on {cores} cores")
+    print(f"agreement over {n} articles: edges identical {same_edges:.2%}, ", end="")
+    print(f"summaries identical {same_summary:.2%} (bar 100%)")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ DANGLING = "redirect_dangling"
 CYCLE = "redirect_cycle"
 DUPLICATE_TITLE = "duplicate_title"
 PAGE_REJECTIONS = (*REJECTIONS, DUPLICATE_TITLE)
+_ROW = "_page_row"  # a page's row key while the graph is built ("_row" is dense_index's own)
 
 
 @dataclass
@@ -107,48 +108,69 @@ def _resolve_redirects(redirects: DataFrame, article_ids: DataFrame, max_hops: i
     return union(resolved), union(failed)
 
 
+def _attach(keys: DataFrame, wide: DataFrame, on: str, rows: int) -> DataFrame:
+    """``keys`` joined to ``wide`` on ``on``. When ``keys`` fits Spark's broadcast threshold
+    (``spark.sql.autoBroadcastJoinThreshold``, at 64 bytes for each of its ``rows``) it is sent to
+    every task and ``wide`` is not shuffled."""
+    spark = keys.sparkSession
+    threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB").strip()
+    limit = (
+        -1
+        if threshold.startswith("-")
+        else spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(threshold)
+    )
+    return (F.broadcast(keys) if rows * 64 <= limit else keys).join(wide, on)
+
+
 def build_graph(pages: DataFrame, max_redirect_hops: int = 32) -> WikipediaGraph:
-    """``PAGES`` → nodes (dense ids by page id), edges, resolved redirects, and accounting."""
+    """``PAGES`` → nodes (dense ids by page id), edges, resolved redirects, and accounting.
+
+    Pages are ranked, numbered and resolved on their keys alone; their links and summaries are
+    read once, by the articles that win their title.
+    """
     require_columns(pages, PAGES, "build_graph(pages)")
-    pages = pages.persist(StorageLevel.MEMORY_AND_DISK)
+    pages = pages.withColumn(_ROW, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
 
     # One page per main-namespace title: an article beats a redirect, then the newest revision.
-    main = pages.filter(F.col("kind").isin(ARTICLE, REDIRECT))
+    main = pages.filter(F.col("kind").isin(ARTICLE, REDIRECT)).select(
+        _ROW, PAGE_ID, TITLE, "kind", "reason", "redirect_to", "timestamp"
+    )
     order = Window.partitionBy(TITLE).orderBy(
         (F.col("kind") == ARTICLE).desc(), F.col("timestamp").desc_nulls_last(), F.col(PAGE_ID).desc()
     )
     ranked = main.withColumn("_rank", F.row_number().over(order)).persist(StorageLevel.MEMORY_AND_DISK)
     winners = ranked.filter(F.col("_rank") == 1)
 
-    indexed = dense_index(
-        winners.filter(F.col("kind") == ARTICLE).select(PAGE_ID, TITLE, SUMMARY, "links", "links_dropped"), PAGE_ID
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    ids = dense_index(winners.filter(F.col("kind") == ARTICLE).select(PAGE_ID, TITLE, _ROW), PAGE_ID)
+    ids = ids.persist(StorageLevel.MEMORY_AND_DISK)
+    n_articles = ids.count()
+    articles = pages.filter(F.col("kind") == ARTICLE).select(_ROW, SUMMARY, "links", "links_dropped")
+    indexed = _attach(ids, articles, _ROW, n_articles).persist(StorageLevel.MEMORY_AND_DISK)
     nodes = indexed.select(ID, PAGE_ID, TITLE, F.coalesce(SUMMARY, F.lit("")).alias(SUMMARY))
 
     redirect_pages = winners.filter(F.col("kind") == REDIRECT)
     resolved, failed = _resolve_redirects(
-        redirect_pages.filter(F.col("reason").isNull()), indexed.select(TITLE, ID), max_redirect_hops
+        redirect_pages.filter(F.col("reason").isNull()), ids.select(TITLE, ID), max_redirect_hops
     )
     failed = failed.unionByName(redirect_pages.filter(F.col("reason").isNotNull()).select(TITLE, "reason"))
     failed = failed.persist(StorageLevel.MEMORY_AND_DISK)
     redirects = resolved.select(TITLE, TARGET).persist(StorageLevel.MEMORY_AND_DISK)
 
-    lookup = nodes.select(TITLE, F.col(ID).alias(DST)).unionByName(redirects.select(TITLE, F.col(TARGET).alias(DST)))
+    # What each title a link may name becomes: an article's id, a redirect's target, or the
+    # reason its redirect failed (titles are unique across the three).
+    targets = (
+        ids.select(TITLE, F.col(ID).alias(DST), F.lit(None).cast("string").alias("reason"))
+        .unionByName(redirects.select(TITLE, F.col(TARGET).alias(DST), F.lit(None).cast("string").alias("reason")))
+        .unionByName(failed.select(TITLE, F.lit(None).cast("long").alias(DST), "reason"))
+    )
     occurrences = indexed.select(F.col(ID).alias(SRC), F.explode("links").alias(TITLE))
     joined = (
-        occurrences.join(lookup, TITLE, "left")
-        .join(failed.withColumnRenamed("reason", "_failed"), TITLE, "left")
-        .select(
-            SRC,
-            DST,
-            F.when(F.col(DST).isNotNull(), F.lit(None))
-            .when(F.col("_failed").isNotNull(), F.col("_failed"))
-            .otherwise(F.lit(MISSING))
-            .alias("reason"),
-        )
-    ).persist(StorageLevel.MEMORY_AND_DISK)
-    pairs = joined.filter(F.col(DST).isNotNull()).select(SRC, DST).distinct()
-    edges = pairs.filter(F.col(SRC) != F.col(DST)).persist(StorageLevel.MEMORY_AND_DISK)
+        occurrences.join(targets, TITLE, "left")
+        .select(SRC, DST, F.when(F.col(DST).isNull(), F.coalesce("reason", F.lit(MISSING))).alias("reason"))
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    pairs = joined.filter(F.col(DST).isNotNull()).select(SRC, DST).distinct().persist(StorageLevel.MEMORY_AND_DISK)
+    edges = pairs.filter(F.col(SRC) != F.col(DST))
 
     counts = _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs)
     return WikipediaGraph(
