@@ -6,10 +6,10 @@ Two methods with the same output contract, ``(raw link titles, summary)``:
   article, ``filter_wikilinks()`` and ``strip_code()[:1000]``. It is the verified baseline.
 * :func:`extract_fast` finds links with a regular-expression scan that follows the parser's own
   rules (comments and parser-blacklisted tags such as ``<nowiki>`` hide links; a title may not
-  contain a newline or brackets) and builds the summary from only a balanced prefix of the
-  article, long enough to yield the first 1,000 characters of stripped text. The prefix goes
-  through the library's C tokenizer; :func:`strip_code` then computes ``strip_code()`` straight
-  from the tokens instead of building the node tree in Python (most of the parse's cost).
+  contain a newline or brackets) and builds the summary from only as many paragraph chunks of
+  the article as yield the first 1,000 characters of stripped text (:func:`fast_summary`). The
+  chunks go through the library's C tokenizer; ``strip_code()`` is then computed straight from
+  the tokens instead of building the node tree in Python (most of the parse's cost).
 
 Raw titles are normalised later by :mod:`wikigame_spark.ingest.titles`; equality between the two
 methods is measured on the normalised, resolved edge sets (``make bench``).
@@ -42,7 +42,7 @@ _HIDDEN = re.compile(
     re.S | re.I,
 )
 # A wikilink: a title without newline, brackets or angle brackets (the parser's rule), then an
-# optional label that may hold nested links, single-bracket external links or a lone "]".
+# optional label that may hold nested links, single-bracket external links or a lone bracket.
 _LINK = re.compile(
     r"\[\[([^\[\]\n<>|]*(?:<!--.*?-->[^\[\]\n<>|]*)*)"
     r"(?:\|((?:[^\[\]]|\[\[[^\[\]]*\]\]|\[[^\[\]]*\]|\](?!\])|\[(?!\[))*))?\]\]",
