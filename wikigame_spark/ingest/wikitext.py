@@ -115,10 +115,10 @@ class _Balance:
         text, done = self.text, self.done
         for i, (opening, closing) in enumerate(_PAIRS):
             self.pairs[i] += text.count(opening, done, pos) - text.count(closing, done, pos)
-        if "{|" in text[done:pos] or "|}" in text[done:pos]:
+        if text.find("{|", done, pos) != -1 or text.find("|}", done, pos) != -1:
             self.tables += len(_TABLE_OPEN.findall(text, done, pos))
             self.tables = max(self.tables - len(_TABLE_CLOSE.findall(text, done, pos)), 0)
-        if "<" in text[done:pos]:
+        if text.find("<", done, pos) != -1:
             tags = self.tags
             for m in _TAG.finditer(text, done, pos):
                 close, name, self_closing = m.groups()
@@ -287,7 +287,7 @@ class _Stripper:
         name, end = tokens[start + 1], tokens[start + 2] if start + 2 < len(tokens) else None
         if type(name) is not _T.Text or not isinstance(end, _TAG_NAME_ENDS):
             return self.library()
-        if name.text.lower() in _INVISIBLE:
+        if name["text"].lower() in _INVISIBLE:
             self.skip()
             return None
         # Attributes may hold templates and links.
