@@ -137,6 +137,22 @@ def test_plain_bz2_read_by_many_tasks_gives_the_same_graph(spark, ltg_graph, tmp
     assert a[3]["counts"] == b[3]["counts"]
 
 
+@pytest.mark.slow
+def test_graph_is_the_same_when_nothing_fits_a_broadcast(spark, ltg_graph, tmp_path):
+    """A wiki whose titles exceed spark.sql.autoBroadcastJoinThreshold (English Wikipedia's do)
+    joins its ids and links by shuffling both sides: the same tables and accounting."""
+    out = str(tmp_path / "shuffled")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        assert build_wikipedia.main(["--input", LTG, "--output", out]) == 0
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    a, b = load(spark, ltg_graph), load(spark, out)
+    for x, y in zip(a[:3], b[:3]):
+        assertDataFrameEqual(x, y)
+    assert a[3]["counts"] == b[3]["counts"]
+
+
 def test_two_files_of_different_wikis_are_refused(tmp_path):
     with pytest.raises(ValueError, match="build one graph per wiki"):
         build_wikipedia.main(["--input", LTG, ENWIKI, "--output", str(tmp_path / "mixed")])

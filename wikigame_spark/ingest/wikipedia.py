@@ -108,25 +108,25 @@ def _resolve_redirects(redirects: DataFrame, article_ids: DataFrame, max_hops: i
     return union(resolved), union(failed)
 
 
-def _attach(keys: DataFrame, wide: DataFrame, on: str, rows: int) -> DataFrame:
-    """``keys`` joined to ``wide`` on ``on``. When ``keys`` fits Spark's broadcast threshold
-    (``spark.sql.autoBroadcastJoinThreshold``, at 64 bytes for each of its ``rows``) it is sent to
-    every task and ``wide`` is not shuffled."""
-    spark = keys.sparkSession
+def _small(df: DataFrame, rows: int) -> DataFrame:
+    """``df`` marked for broadcast when it fits Spark's threshold
+    (``spark.sql.autoBroadcastJoinThreshold``, at 64 bytes for each of its ``rows``): a join with
+    it then sends it to every task and moves nothing of the other side."""
+    spark = df.sparkSession
     threshold = spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB").strip()
     limit = (
         -1
         if threshold.startswith("-")
         else spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(threshold)
     )
-    return (F.broadcast(keys) if rows * 64 <= limit else keys).join(wide, on)
+    return F.broadcast(df) if rows * 64 <= limit else df
 
 
 def build_graph(pages: DataFrame, max_redirect_hops: int = 32) -> WikipediaGraph:
     """``PAGES`` → nodes (dense ids by page id), edges, resolved redirects, and accounting.
 
     Pages are ranked, numbered and resolved on their keys alone; their links and summaries are
-    read once, by the articles that win their title.
+    read once, by the articles that win their title, and each link is resolved by one join.
     """
     require_columns(pages, PAGES, "build_graph(pages)")
     pages = pages.withColumn(_ROW, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
@@ -139,13 +139,14 @@ def build_graph(pages: DataFrame, max_redirect_hops: int = 32) -> WikipediaGraph
         (F.col("kind") == ARTICLE).desc(), F.col("timestamp").desc_nulls_last(), F.col(PAGE_ID).desc()
     )
     ranked = main.withColumn("_rank", F.row_number().over(order)).persist(StorageLevel.MEMORY_AND_DISK)
+    counts = _page_counts(pages, ranked)
+    n_articles, n_titles = counts["pages"][ARTICLE], counts["pages"][ARTICLE] + counts["pages"][REDIRECT]
     winners = ranked.filter(F.col("_rank") == 1)
 
     ids = dense_index(winners.filter(F.col("kind") == ARTICLE).select(PAGE_ID, TITLE, _ROW), PAGE_ID)
     ids = ids.persist(StorageLevel.MEMORY_AND_DISK)
-    n_articles = ids.count()
     articles = pages.filter(F.col("kind") == ARTICLE).select(_ROW, SUMMARY, "links", "links_dropped")
-    indexed = _attach(ids, articles, _ROW, n_articles).persist(StorageLevel.MEMORY_AND_DISK)
+    indexed = _small(ids, n_articles).join(articles, _ROW).persist(StorageLevel.MEMORY_AND_DISK)
     nodes = indexed.select(ID, PAGE_ID, TITLE, F.coalesce(SUMMARY, F.lit("")).alias(SUMMARY))
 
     redirect_pages = winners.filter(F.col("kind") == REDIRECT)
@@ -157,29 +158,31 @@ def build_graph(pages: DataFrame, max_redirect_hops: int = 32) -> WikipediaGraph
     redirects = resolved.select(TITLE, TARGET).persist(StorageLevel.MEMORY_AND_DISK)
 
     # What each title a link may name becomes: an article's id, a redirect's target, or the
-    # reason its redirect failed (titles are unique across the three).
+    # reason its redirect failed (titles are unique across the three, one per winning page).
     targets = (
         ids.select(TITLE, F.col(ID).alias(DST), F.lit(None).cast("string").alias("reason"))
         .unionByName(redirects.select(TITLE, F.col(TARGET).alias(DST), F.lit(None).cast("string").alias("reason")))
         .unionByName(failed.select(TITLE, F.lit(None).cast("long").alias(DST), "reason"))
     )
+    # Link occurrences by what became of them: one row per distinct (src, dst) resolved, one per
+    # article and reason not, with the occurrences each stands for.
     occurrences = indexed.select(F.col(ID).alias(SRC), F.explode("links").alias(TITLE))
-    joined = (
-        occurrences.join(targets, TITLE, "left")
-        .select(SRC, DST, F.when(F.col(DST).isNull(), F.coalesce("reason", F.lit(MISSING))).alias("reason"))
+    outcomes = (
+        occurrences.join(_small(targets, n_titles), TITLE, "left")
+        .groupBy(SRC, DST, F.when(F.col(DST).isNull(), F.coalesce("reason", F.lit(MISSING))).alias("reason"))
+        .agg(_n())
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    pairs = joined.filter(F.col(DST).isNotNull()).select(SRC, DST).distinct().persist(StorageLevel.MEMORY_AND_DISK)
-    edges = pairs.filter(F.col(SRC) != F.col(DST))
+    edges = outcomes.filter(F.col(DST).isNotNull() & (F.col(SRC) != F.col(DST))).select(SRC, DST)
 
-    counts = _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs)
+    counts.update(_link_counts(indexed, failed, outcomes, counts["pages"][REDIRECT]))
     return WikipediaGraph(
         nodes=nodes.select(*WIKIPEDIA_NODES.fieldNames()), edges=edges, redirects=redirects, counts=counts
     )
 
 
-def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joined, pairs) -> dict:
-    """Every page and every link occurrence counted once, by what became of it (few passes)."""
+def _page_counts(pages: DataFrame, ranked: DataFrame) -> dict:
+    """Every page counted once, by what became of it."""
     by_kind = (
         pages.groupBy("kind", "reason")
         .agg(
@@ -199,45 +202,52 @@ def _accounting(pages, ranked, indexed, redirect_pages, redirects, failed, joine
     if rejected:
         rows = pages.filter(F.col("kind") == REJECTED).select("detail").limit(20).collect()
         problems = [r["detail"] for r in rows]
-
-    dropped = Drops(
-        {
-            r["key"]: r["n"]
-            for r in indexed.select(F.explode("links_dropped")).groupBy("key").agg(F.sum("value").alias("n")).collect()
-        }
-    )
-    outcome = {r["reason"]: r["n"] for r in joined.groupBy("reason").agg(_n()).collect()}
-    resolved_occurrences = outcome.pop(None, 0)
-    dropped.update(outcome)
-    pair_counts = pairs.agg(
-        F.count("*").alias("n"), F.sum((F.col(SRC) == F.col(DST)).cast("long")).alias("self")
-    ).first()
-    n_edges = pair_counts["n"] - (pair_counts["self"] or 0)
-    dropped["duplicate"] = resolved_occurrences - pair_counts["n"]
-    dropped["self_loop"] = pair_counts["self"] or 0
-    redirect_failures = {r["reason"]: r["n"] for r in failed.groupBy("reason").agg(_n()).collect()}
-    n_redirects = n_kind[REDIRECT] - duplicates.get(REDIRECT, 0)
-
+    n_articles = n_kind[ARTICLE] - duplicates.get(ARTICLE, 0)
     return {
         "pages": {
             "read": sum(r["n"] for r in by_kind),
-            ARTICLE: n_kind[ARTICLE] - duplicates.get(ARTICLE, 0),
-            REDIRECT: n_redirects,
+            ARTICLE: n_articles,
+            REDIRECT: n_kind[REDIRECT] - duplicates.get(REDIRECT, 0),
             OTHER_NAMESPACE: n_kind[OTHER_NAMESPACE],
             REJECTED: Drops(rejected).as_dict(PAGE_REJECTIONS),
         },
         "redirects_all_namespaces": int(sum(r["redirects"] or 0 for r in by_kind)),
+        "nodes": n_articles,
+        "newest_revision": max((r["newest"] for r in by_kind if r["newest"]), default=None),
+        "wikitext_bytes": int(sum(r["text_bytes"] or 0 for r in by_kind)),
+        "problems": problems,
+    }
+
+
+def _link_counts(indexed: DataFrame, failed: DataFrame, outcomes: DataFrame, n_redirects: int) -> dict:
+    """Every link occurrence counted once, by what became of it: the outcomes of the resolved
+    titles and the targets left out at extraction (interwiki, other namespaces, …), in one pass."""
+    rows = (
+        outcomes.select("reason", "n", F.lit(1).alias("pairs"), (F.col(SRC) == F.col(DST)).cast("long").alias("self"))
+        .unionByName(
+            indexed.select(F.explode("links_dropped").alias("reason", "n")).select(
+                "reason", "n", F.lit(0).alias("pairs"), F.lit(0).cast("long").alias("self")
+            )
+        )
+        .groupBy("reason")
+        .agg(F.sum("n").alias("n"), F.sum("pairs").alias("pairs"), F.sum("self").alias("self"))
+        .collect()
+    )
+    dropped = Drops({r["reason"]: r["n"] for r in rows if r["reason"] is not None})
+    resolved = next((r for r in rows if r["reason"] is None), None)
+    occurrences, pairs, loops = (resolved["n"], resolved["pairs"], resolved["self"] or 0) if resolved else (0, 0, 0)
+    dropped["duplicate"] = occurrences - pairs
+    dropped["self_loop"] = loops
+    n_edges = pairs - loops
+    redirect_failures = {r["reason"]: r["n"] for r in failed.groupBy("reason").agg(_n()).collect()}
+    return {
         "redirects": {
             "main_namespace": n_redirects,
             "resolved": n_redirects - sum(redirect_failures.values()),
             "dropped": Drops(redirect_failures).as_dict(),
         },
         "links": {"total": n_edges + sum(dropped.values()), "edges": n_edges, "dropped": dropped.as_dict()},
-        "nodes": n_kind[ARTICLE] - duplicates.get(ARTICLE, 0),
         "edges": n_edges,
-        "newest_revision": max((r["newest"] for r in by_kind if r["newest"]), default=None),
-        "wikitext_bytes": int(sum(r["text_bytes"] or 0 for r in by_kind)),
-        "problems": problems,
     }
 
 
