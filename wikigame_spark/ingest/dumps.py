@@ -15,6 +15,7 @@ import lzma
 import os
 import re
 import xml.etree.ElementTree as ET
+import xml.parsers.expat as expat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ log = logging.getLogger(__name__)
 
 DUMP_SUFFIXES = (".xml", ".xml.bz2", ".xml.xz", ".xml.gz", ".bz2", ".xz", ".gz")
 BLOCK = 1 << 20
+# The <siteinfo> is in the first kilobytes: read in steps this small, only its first compressed
+# block is decoded.
+HEADER_READ = 64 << 10
 PROGRESS_EVERY = 10_000
 # A plain .bz2 splits into no more tasks than it has MiBs: a task of fewer bytes may own no block
 # (a block of 900 kB of XML compresses to about 200 kB).
@@ -197,7 +201,7 @@ def _owned_pages(task: DumpTask) -> Iterator[bytes]:
         yield pending
 
 
-def _decompressed_blocks(task: DumpTask) -> Iterator[bytes]:
+def _decompressed_blocks(task: DumpTask, read_bytes: int = BLOCK) -> Iterator[bytes]:
     """Decompressed bytes of a task, stream by stream (multistream and concatenated files too).
 
     Decompressor objects rather than file wrappers, so that a file cut off mid-stream still
@@ -214,7 +218,7 @@ def _decompressed_blocks(task: DumpTask) -> Iterator[bytes]:
         pos = task.start
         if suffix is None:
             while pos < end:
-                block = f.read(min(BLOCK, end - pos))
+                block = f.read(min(read_bytes, end - pos))
                 if not block:
                     return
                 pos += len(block)
@@ -224,7 +228,7 @@ def _decompressed_blocks(task: DumpTask) -> Iterator[bytes]:
         decomp = make()
         mid_stream = False
         while pos < end:
-            chunk = f.read(min(BLOCK, end - pos))
+            chunk = f.read(min(read_bytes, end - pos))
             if not chunk:
                 break
             pos += len(chunk)
@@ -296,7 +300,7 @@ def read_siteinfo(path: str) -> SiteInfo:
     parser = ET.XMLPullParser(events=("start", "end"))
     lang = ""
     first = True
-    for block in _decompressed_blocks(DumpTask(path)):
+    for block in _decompressed_blocks(DumpTask(path), HEADER_READ):
         if first:
             if not block.strip():
                 continue
@@ -318,27 +322,63 @@ def read_siteinfo(path: str) -> SiteInfo:
     raise DumpError(f"{path}: no <siteinfo> found (not a MediaWiki XML dump?)")
 
 
-def _page_record(elem: ET.Element) -> dict:
-    rec: dict = {"title": None, "ns": None, "id": None, "redirect": None, "timestamp": None, "text": None}
-    for child in elem:
-        tag = _local(child.tag)
-        if tag == "title":
-            rec["title"] = child.text
-        elif tag == "ns":
-            rec["ns"] = child.text
-        elif tag == "id":
-            rec["id"] = child.text
-        elif tag == "redirect":
-            rec["redirect"] = child.get("title", "")
-        elif tag == "revision":
-            # The newest revision wins when a dump holds several.
-            for r in child:
-                rtag = _local(r.tag)
-                if rtag == "timestamp":
-                    rec["timestamp"] = r.text
-                elif rtag == "text":
-                    rec["text"] = r.text or ""
-    return rec
+class _PageReader:
+    """Expat handlers that gather each ``<page>``'s title, ns, id, redirect and its newest
+    revision's timestamp and text into a record: no element tree is built for a page's parts."""
+
+    _PAGE_FIELDS = ("title", "ns", "id")
+    _REVISION_FIELDS = ("timestamp", "text")
+
+    def __init__(self):
+        self.parser = expat.ParserCreate(namespace_separator="}")
+        self.parser.buffer_text = True
+        self.parser.buffer_size = 1 << 16
+        self.parser.StartElementHandler = self._start
+        self.parser.EndElementHandler = self._end
+        self.parser.CharacterDataHandler = self._data
+        self.depth = 0  # <mediawiki> is 1, a <page> 2, its fields 3, a revision's 4
+        self.record: dict | None = None
+        self.field: str | None = None  # the field being read, at depth field_depth
+        self.field_depth = 0
+        self.in_revision = False
+        self.text: list[str] = []
+        self.done: list[dict] = []
+
+    def _start(self, name: str, attrs: dict) -> None:
+        self.depth += 1
+        name = name[name.rfind("}") + 1 :]
+        if self.depth == 2:
+            if name == "page":
+                self.record = {"title": None, "ns": None, "id": None, "redirect": None, "timestamp": None, "text": None}
+        elif self.record is None:
+            return
+        elif self.depth == 3:
+            if name in self._PAGE_FIELDS:
+                self.field, self.field_depth, self.text = name, 3, []
+            elif name == "revision":
+                self.in_revision = True
+            elif name == "redirect":
+                self.record["redirect"] = attrs.get("title", "")
+        elif self.depth == 4 and self.in_revision and name in self._REVISION_FIELDS:
+            self.field, self.field_depth, self.text = name, 4, []
+
+    def _end(self, name: str) -> None:
+        depth, self.depth = self.depth, self.depth - 1
+        if self.record is None:
+            return
+        if self.field is not None and depth == self.field_depth:
+            # An empty element has no text: None, but the text of a revision is "" (deleted).
+            self.record[self.field] = "".join(self.text) if self.text or self.field == "text" else None
+            self.field = None
+        elif depth == 3 and self.in_revision:
+            self.in_revision = False
+        elif depth == 2:
+            self.done.append(self.record)
+            self.record = None
+
+    def _data(self, data: str) -> None:
+        if self.field is not None and self.depth == self.field_depth:
+            self.text.append(data)
 
 
 def iter_pages(task: DumpTask) -> Iterator[dict]:
@@ -349,15 +389,14 @@ def iter_pages(task: DumpTask) -> Iterator[dict]:
     saying where the input ended. Malformed XML or corrupt compression raises :class:`DumpError`.
     """
     where = task.describe()
-    parser = ET.XMLPullParser(events=("start", "end"))
+    reader = _PageReader()
+    feed = reader.parser.Parse
     if not task.whole_file:
-        parser.feed(b"<mediawiki>")
-    root = None
+        feed(b"<mediawiki>", False)
     first = True
     pages = 0
     consumed = 0
     last_id = None
-    open_page = False
     try:
         for block in _decompressed_blocks(task):
             if first:
@@ -369,39 +408,31 @@ def iter_pages(task: DumpTask) -> Iterator[dict]:
             consumed += len(block)
             if not task.whole_file and block.rstrip().endswith(b"</mediawiki>"):
                 block = block.rstrip()[: -len(b"</mediawiki>")]
+            malformed = None
             try:
-                parser.feed(block)
-                for event, elem in parser.read_events():
-                    if event == "start":
-                        if root is None:
-                            root = elem
-                        elif _local(elem.tag) == "page":
-                            open_page = True
-                        continue
-                    if _local(elem.tag) != "page":
-                        continue
-                    rec = _page_record(elem)
-                    open_page = False
-                    root.clear()
-                    pages += 1
-                    last_id = rec["id"]
-                    if pages % PROGRESS_EVERY == 0:
-                        log.info("%s: %d pages parsed (%.1f MB XML)", where, pages, consumed / 1e6)
-                    yield rec
-            except ET.ParseError as e:
-                line, col = e.position
+                feed(block, False)
+            except expat.ExpatError as e:
+                malformed = e  # the pages before it come first
+            for rec in reader.done:
+                pages += 1
+                last_id = rec["id"]
+                if pages % PROGRESS_EVERY == 0:
+                    log.info("%s: %d pages parsed (%.1f MB XML)", where, pages, consumed / 1e6)
+                yield rec
+            reader.done.clear()
+            if malformed is not None:
+                line, column = malformed.lineno, malformed.offset
                 raise DumpError(
-                    f"{where}: malformed XML at line {line}, column {col} (after page id {last_id}): {e}"
-                ) from e
+                    f"{where}: malformed XML at line {line}, column {column} (after page id {last_id}): {malformed}"
+                ) from malformed
         if first and not task.blocks:  # a block range may hold no page start
             raise DumpError(f"{where}: empty file")
-        if not task.whole_file:
-            parser.feed(b"</mediawiki>")
         try:
-            parser.close()
-        except ET.ParseError as e:
+            feed(b"</mediawiki>" if not task.whole_file else b"", True)
+        except expat.ExpatError as e:
             raise _Truncated(
-                f"XML ends at byte {consumed} of the decompressed stream" + (" inside a page" if open_page else "")
+                f"XML ends at byte {consumed} of the decompressed stream"
+                + (" inside a page" if reader.record is not None else "")
             ) from e
     except _Truncated as e:
         log.warning("%s: truncated after %d complete pages (last page id %s): %s", where, pages, last_id, e)
