@@ -20,6 +20,12 @@ LINES = [
     ("org.apache.spark.storage.BlockManager", "Block rdd_12_0 already exists on this machine; not re-adding it", False),
     ("org.apache.spark.storage.BlockManager", "Block rdd_12_0 could not be removed as it was not found", True),
     (
+        "org.apache.spark.storage.BlockManager",
+        "Putting block rdd_7_0 failed due to exception org.apache.spark.api.python.PythonException: "
+        'Traceback (most recent call last):\n  File "dumps.py", line 237\nDumpError: corrupt data.',
+        False,
+    ),
+    (
         "org.apache.spark.graphframes.graphx.impl.ShippableVertexPartitionOps",
         "Joining two VertexPartitions with different indexes is slow.",
         False,

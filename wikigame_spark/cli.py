@@ -120,11 +120,9 @@ def verbose() -> bool:
 LOG4J2_PROPERTIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 SPARK_DEFAULT_PROFILE = "org/apache/spark/log4j2-defaults.properties"
 
-# Loggers that print a task's whole stack trace when it fails (local mode runs executors in the driver);
-# the BlockManager's when the task was filling a cached partition.
+# Loggers that print a task's whole stack trace when it fails (local mode runs executors in the driver).
 _TASK_TRACE_LOGGERS = (
     "org.apache.spark.executor.Executor",
-    "org.apache.spark.storage.BlockManager",
     "org.apache.spark.scheduler.TaskSetManager",
     "org.apache.spark.scheduler.TaskSchedulerImpl",
     "org.apache.spark.api.python.PythonRunner",
