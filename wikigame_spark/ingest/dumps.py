@@ -346,7 +346,7 @@ class _PageReader:
 
     def _start(self, name: str, attrs: dict) -> None:
         self.depth += 1
-        name = name[name.rfind("}") + 1 :]
+        name = _local(name)
         if self.depth == 2:
             if name == "page":
                 self.record = {"title": None, "ns": None, "id": None, "redirect": None, "timestamp": None, "text": None}
