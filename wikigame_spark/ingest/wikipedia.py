@@ -146,7 +146,9 @@ def build_graph(pages: DataFrame, max_redirect_hops: int = 32) -> WikipediaGraph
     ids = dense_index(winners.filter(F.col("kind") == ARTICLE).select(PAGE_ID, TITLE, _ROW), PAGE_ID)
     ids = ids.persist(StorageLevel.MEMORY_AND_DISK)
     articles = pages.filter(F.col("kind") == ARTICLE).select(_ROW, SUMMARY, "links", "links_dropped")
-    indexed = _small(ids, n_articles).join(articles, _ROW).persist(StorageLevel.MEMORY_AND_DISK)
+    # Not cached: each use reads only its own column of the cached pages (summary, links or
+    # links_dropped), and a cache of the join would copy all three.
+    indexed = _small(ids, n_articles).join(articles, _ROW)
     nodes = indexed.select(ID, PAGE_ID, TITLE, F.coalesce(SUMMARY, F.lit("")).alias(SUMMARY))
 
     redirect_pages = winners.filter(F.col("kind") == REDIRECT)
