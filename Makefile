@@ -15,7 +15,7 @@ APT_INSTALL := bash conf/apt_install.sh
 install: $(VENV)/.installed $(VENV)/.llama-cpp jars/.installed $(VENV)/.spark-conf
 
 # The venv, with llama-cpp-python's Python code only: its sdist is built with CMAKE_ARGS
-# -DLLAMA_BUILD=OFF, so pip compiles no llama.cpp of its own; $(VENV)/.llama-cpp compiles the one
+# -DLLAMA_BUILD=OFF, so pip compiles no llama.cpp of its own; $(VENV)/.llama-cpp-built compiles the one
 # the bindings load, while pip installs the rest beside it.
 LLAMA_CPP := .cache/llama.cpp
 LLAMA_CPP_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' conf/constraints-dev.txt)
@@ -76,11 +76,18 @@ $(VENV)/.spark-conf: conf/spark-defaults.conf wikigame_spark/log4j2.properties c
 # conf/constraints-dev.txt pins), as shared libraries: the Python bindings load them from their
 # llama_cpp/lib, and llama.cpp's own server (parallel slots decoded in one batch; the LLM
 # concurrency benchmark and tests) runs beside a copy of them in .cache/llama.cpp/bin. Both engines
-# run the same llama.cpp. About 7 minutes on 2 cores, once per machine: the build is kept in the
-# user's cache folder, beside pip's (conf/build_llama_cpp.sh).
-$(VENV)/.llama-cpp: $(VENV)/.created conf/build_llama_cpp.sh
-	@bash conf/build_llama_cpp.sh $(PY) $(LLAMA_CPP_SDIST) $(LLAMA_CPP_VERSION) $(LLAMA_CPP)
-	$(PY) -c 'import llama_cpp; print("llama-cpp-python", llama_cpp.__version__, "loads", llama_cpp.llama_cpp._lib._name)'
+# run the same llama.cpp. About 7 minutes on 2 cores, beside pip. Then the bundled model is decoded
+# through both engines: only a build that decodes on this machine is used, and kept in the user's
+# cache folder beside pip's for the next checkout (conf/build_llama_cpp.sh); one that cannot is
+# dropped, with one line naming the engine and how it died.
+LLAMA_BUILD = bash conf/build_llama_cpp.sh $(PY) $(LLAMA_CPP_SDIST) $(LLAMA_CPP_VERSION) $(LLAMA_CPP)
+$(VENV)/.llama-cpp-built: $(VENV)/.created conf/build_llama_cpp.sh
+	@$(LLAMA_BUILD) build
+	touch $@
+
+$(VENV)/.llama-cpp: $(VENV)/.llama-cpp-built $(VENV)/.installed wikigame_spark/devtools/smoke_decode.py
+	@$(PY) -m wikigame_spark.devtools.smoke_decode || { $(LLAMA_BUILD) drop; rm -f $<; exit 1; }
+	@$(LLAMA_BUILD) keep
 	touch $@
 
 # Headless Chromium and its driver from Debian's packages: tests/human plays in a real browser.

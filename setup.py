@@ -63,6 +63,7 @@ setup(
             *LLM_SERVER,
             "pytest>=8",
             "pytest-xdist>=3.5",  # make test: two workers, a file each at a time
+            "pytest-timeout>=2.3",  # a test that hangs fails (pytest.ini)
             "ruff>=0.6",
             "moto[server]>=5",
             "selenium>=4.20",  # drives Debian's headless Chromium in tests/human

@@ -32,6 +32,24 @@ LINES = [
     ),
     ("org.graphframes.lib.TwoPhase$", "Returned DataFrame is persistent and materialized!", False),
     ("org.apache.spark.SparkContext", "Spark is not running in local mode, so the checkpoint directory is unset", True),
+    (
+        "org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter",
+        "Could not delete file:/data/g/plays/r1/.part-000002._staging-9eae510b/plays/_temporary/0/_temporary/"
+        "attempt_202612041634167736958280288345365_0023_m_000001_26",
+        False,
+    ),
+    ("org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter", "Could not delete file:/data/g/nodes/x", True),
+    (
+        "org.apache.spark.sql.execution.datasources.BasicWriteTaskStatsTracker",
+        "Expected 1 files, but only saw 0. This could be due to the output format not writing empty files, "
+        "or files being not immediately visible in the filesystem.",
+        False,
+    ),
+    (
+        "org.apache.spark.sql.execution.datasources.BasicWriteTaskStatsTracker",
+        "Expected 2 files, but only saw 1.",
+        True,
+    ),
 ]
 
 SCRIPT = """

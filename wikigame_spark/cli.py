@@ -37,7 +37,8 @@ USER_ERRORS = (
     PermissionError,
     ValueError,
 )
-_TASK_ERROR = re.compile(r"^((?:[A-Za-z_]\w*\.)*)(\w*(?:Error|Exception)): (.*)$", re.M)
+# A traceback's last line, ``pkg.mod.Name: message``: whether Name is a user error is its class's to say.
+_TASK_ERROR = re.compile(r"^((?:[A-Za-z_]\w*\.)*)([A-Za-z_]\w*): (.*)$", re.M)
 # Java causes a user can fix, as Py4J renders them: (pattern, message from its groups).
 _JAVA_FAULTS = (
     (re.compile(r"(\S+) is not a Parquet file"), "{0}: is not a Parquet file (corrupt or cut short)"),
@@ -55,11 +56,15 @@ _JAVA_FAULTS = (
 
 
 def _error_class(module: str, name: str) -> type | None:
-    """The exception class a task's traceback names (``pkg.mod.Name`` or a builtin)."""
+    """The exception class a task's traceback names (``pkg.mod.Name`` or a builtin). Only modules
+    already loaded or the library's own are imported: any line of a trace can look like a name."""
+    module = module.rstrip(".")
     if not module:
         return getattr(builtins, name, None)
+    if module not in sys.modules and not module.startswith("wikigame_spark."):
+        return None
     try:
-        return getattr(importlib.import_module(module.rstrip(".")), name, None)
+        return getattr(importlib.import_module(module), name, None)
     except ImportError:
         return None
 

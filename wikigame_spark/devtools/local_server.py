@@ -95,10 +95,36 @@ def native_binary() -> str:
     return path
 
 
+def ended(returncode: int) -> str:
+    """How a process ended, as a person reads it: ``died of SIGSEGV`` or ``exited with status 1``."""
+    if returncode < 0:
+        try:
+            return f"died of {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"died of signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+def exit_status(returncode: int) -> int:
+    """A shell's exit status for a child's ``returncode``: 128 + the signal that killed it, never 0."""
+    return 128 - returncode if returncode < 0 else returncode or 1
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class EngineDied(RuntimeError):
+    """The server's engine process ended on its own: how (a signal, a status) and where its log is."""
+
+    def __init__(self, server: LlamaServer, when: str):
+        self.returncode = server.proc.returncode
+        super().__init__(
+            f"the llama.cpp server ({server.engine} engine, {server.model}) {ended(self.returncode)} {when}; "
+            f"its log: {server.log_path}"
+        )
 
 
 class LlamaServer:
@@ -173,9 +199,7 @@ class LlamaServer:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"llama.cpp server ({self.engine}) exited with {self.proc.returncode}; see {self.log_path}"
-                )
+                raise EngineDied(self, "while loading")
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
                     if json.load(r).get("data"):
@@ -366,10 +390,15 @@ def main() -> None:
     args = p.parse_args()
     # `kill` (as `make demo` does when it is done) must stop the server process too, not orphan it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with LlamaServer(args.port, args.n_ctx, engine=args.engine, parallel=args.parallel) as server:
-        print(f"serving {server.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            server.proc.wait()
+    try:
+        with LlamaServer(args.port, args.n_ctx, engine=args.engine, parallel=args.parallel) as server:
+            print(f"serving {server.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                server.proc.wait()
+                raise EngineDied(server, "while serving")
+    except EngineDied as e:  # a client sees only a refused connection: the reason is said here
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        sys.exit(exit_status(e.returncode))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from wikigame_spark import io, layout, tracking
 from wikigame_spark.agents.base import ModelIdentity
 from wikigame_spark.handles import GamesHandle
 from wikigame_spark.layout import GraphDir, PlaysDir
-from wikigame_spark.outcomes import SUCCESS
+from wikigame_spark.outcomes import SERVER_FAILURES, SUCCESS
 from wikigame_spark.schemas import ID, PLAYS, TITLE
 from wikigame_spark.summary import summarise
 
@@ -204,17 +204,31 @@ def resume_point(spark: SparkSession, staging: str, run_name: str, overwrite: bo
 
 
 # --- Writing: chunks and the finish -----------------------------------------------------------
-def chunk_done(spark: SparkSession, output: str, chunk: int) -> bool:
-    return io.exists(spark, layout.manifest(PlaysDir(output).chunk(chunk)))
+def written_chunk(spark: SparkSession, output: str, chunk: int) -> dict | None:
+    """A written chunk's manifest (``games``, and ``unanswered``: its games the server never
+    answered, which a resume plays again), or None for a chunk not yet played."""
+    path = layout.manifest(PlaysDir(output).chunk(chunk))
+    return io.read_json(spark, path) if io.exists(spark, path) else None
 
 
-def write_chunk(spark: SparkSession, output: str, chunk: int, plays: DataFrame, made_by: dict | None) -> int:
-    """Write one chunk's plays and manifest atomically (a chunk is written once, never replaced);
-    returns the number of plays written."""
-    with io.staged_output(spark, PlaysDir(output).chunk(chunk), overwrite=False) as staging:
+def unanswered(plays: DataFrame, answered: bool = False) -> DataFrame:
+    """The plays whose server never answered (:data:`SERVER_FAILURES`), games still to play; or,
+    with ``answered``, all the others."""
+    never = F.col("outcome").isin(*SERVER_FAILURES)
+    return plays.filter(~never if answered else never)
+
+
+def write_chunk(
+    spark: SparkSession, output: str, chunk: int, plays: DataFrame, made_by: dict | None, replace: bool = False
+) -> int:
+    """Write one chunk's plays and manifest atomically; a chunk is replaced only to add the
+    replays of its unanswered games (``replace``), its answered ones kept. Returns the number of
+    plays written."""
+    with io.staged_output(spark, PlaysDir(output).chunk(chunk), overwrite=replace) as staging:
         io.write_table(plays, PlaysDir.plays(staging), PLAYS)
-        count = spark.read.schema(PLAYS).parquet(PlaysDir.plays(staging)).count()
-        manifest = {"kind": CHUNK_KIND, "chunk": chunk, "games": count}
+        written = spark.read.schema(PLAYS).parquet(PlaysDir.plays(staging))
+        count, missing = written.count(), unanswered(written).count()
+        manifest = {"kind": CHUNK_KIND, "chunk": chunk, "games": count, "unanswered": missing}
         io.write_json(spark, layout.manifest(staging), {**manifest, "made_by": made_by} if made_by else manifest)
     return count
 

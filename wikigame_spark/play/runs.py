@@ -1,7 +1,8 @@
 """Playing a run: the agent's settings from the config, games in chunks, so a run resumes.
 
 An interrupted run restarted with the same run name skips the chunks already written and plays
-the rest: no game is played twice and none is lost. Every chunk records what made it
+the rest, and the games of written chunks that the server never answered (``no_response``): no
+answered game is played twice and none is lost. Every chunk records what made it
 (:meth:`~wikigame_spark.play.record.RunIdentity.made_by`: graph, games, agent, model, the options of
 :data:`PLAY_OPTIONS`, steps, seed), and a resume with anything different is refused, naming the
 differences. Writing and reading the run's record is :mod:`wikigame_spark.play.record`'s.
@@ -25,7 +26,7 @@ from wikigame_spark.handles import GamesHandle, GraphHandle
 from wikigame_spark.layout import PlaysDir
 from wikigame_spark.play import record
 from wikigame_spark.play.engine import play_stage
-from wikigame_spark.schemas import GAMES
+from wikigame_spark.schemas import GAMES, PLAYS
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +100,22 @@ def play(
     total = min(cfg.games or games.count, games.count)
     played, started, done_before = 0, time.perf_counter(), 0
     for c in chunks:
-        if record.chunk_done(spark, output, c):
+        written = record.written_chunk(spark, output, c)
+        replays = (written or {}).get("unanswered", 0)
+        if written and not replays:
             log.info("chunk %d already played (%s); skipping", c, PlaysDir(output).chunk(c))
             done_before += 1
             continue
         part = table.filter(chunk == F.lit(c))
+        if replays:  # the server never answered these: played again, the answered ones kept
+            log.info("chunk %d: playing again the %d games the server never answered", c, replays)
+            kept = record.unanswered(record.read_chunks(spark, output, [c]), answered=True)
+            part = part.join(kept.select("game_id"), "game_id", "left_anti")
         plays = play_stage(part, graph, spec, cfg.max_steps, partitions, agent_model(cfg), cfg.allow_revisits)
-        played += record.write_chunk(spark, output, c, plays, made_by)
+        if replays:  # read back, a route's items are nullable: the contract's types again, as they were
+            plays = kept.mapInPandas(lambda batches: batches, PLAYS).unionByName(plays)
+        count = record.write_chunk(spark, output, c, plays, made_by, replace=bool(replays))
+        played += count - (written["games"] - replays if replays else 0)
         progress(played, total - done_before * cfg.chunk_games, time.perf_counter() - started)
     plays = record.read_chunks(spark, output, chunks)
     return Played(output, plays, played, time.perf_counter() - started, spec)
