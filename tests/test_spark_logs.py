@@ -50,6 +50,12 @@ LINES = [
         "Expected 2 files, but only saw 1.",
         True,
     ),
+    ("org.apache.spark.storage.ShuffleBlockFetcherIterator", "Error occurred while fetching local blocks, null", False),
+    (
+        "org.apache.spark.storage.ShuffleBlockFetcherIterator",
+        "Error occurred while fetching local blocks, /tmp/blockmgr-1/0c/shuffle_0_1_0.data (No such file or directory)",
+        True,
+    ),
 ]
 
 SCRIPT = """

@@ -41,6 +41,10 @@ USER_ERRORS = (
 _TASK_ERROR = re.compile(r"^((?:[A-Za-z_]\w*\.)*)([A-Za-z_]\w*): (.*)$", re.M)
 # Java causes a user can fix, as Py4J renders them: (pattern, message from its groups).
 _JAVA_FAULTS = (
+    (
+        re.compile(r"error while reading file (\S+?)\.?\s.*?CRC checksum verification failed", re.S),
+        "{0}: a Parquet page does not match the checksum written with it (changed since written); rebuild the output",
+    ),
     (re.compile(r"(\S+) is not a Parquet file"), "{0}: is not a Parquet file (corrupt or cut short)"),
     (re.compile(r"Parquet magic bytes not found in footer"), "a Parquet file is corrupt or cut short ({line})"),
     (

@@ -155,6 +155,8 @@ def read_yaml(yaml_path: str | None) -> dict:
             loaded = yaml.safe_load(f) or {}
     except OSError as e:
         raise ConfigError(f"--config {yaml_path}: cannot read: {e.strerror or e}") from e
+    except (UnicodeDecodeError, yaml.reader.ReaderError) as e:
+        raise ConfigError(f"--config {yaml_path}: not UTF-8 text (YAML settings are UTF-8): {e}") from e
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""

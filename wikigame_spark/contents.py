@@ -60,9 +60,16 @@ def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bo
         return
     for table, entry in sorted(recorded.items()):
         table_dir = directory if table == "." else storage.join(directory, table)
-        have = _parquet(storage.list(table_dir)).get(".", {}) if storage.exists(table_dir) else {}
+        listing = storage.list(table_dir) if storage.exists(table_dir) else {}
+        have = _parquet(listing).get(".", {})
         want = entry.get("files", {})
         where = f"{flag} {directory}: table {table}"
+        inside = sorted(rel for rel in listing if "/" in rel and not rel.startswith((".", "_")))
+        if table != "." and inside:  # a table's folder holds its part files only (a root table: other outputs)
+            raise ContentsError(
+                f"{where}: holds {inside[0].split('/')[0]}/ ({inside[0]}), which is not one of its part files "
+                "(something written inside the table?): move it out of the table's folder"
+            )
         for name in sorted(set(want) | set(have)):
             if name not in have:
                 raise ContentsError(f"{where}: part file {name} is missing (the manifest lists {len(want)} files)")

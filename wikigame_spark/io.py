@@ -32,6 +32,7 @@ from pyspark.sql.types import StructType
 
 import wikigame_spark
 from wikigame_spark import layout
+from wikigame_spark.contents import CONTENTS
 from wikigame_spark.layout import MANIFEST
 from wikigame_spark.storage import Storage, is_local, local_path
 from wikigame_spark.storage import StorageError as StorageError
@@ -41,10 +42,47 @@ from wikigame_spark.storage import spark_uri as spark_uri
 log = logging.getLogger(__name__)
 
 
+def parquet_format() -> ds.ParquetFileFormat:
+    """Parquet as pyarrow reads the project's tables: each page checked against the CRC Spark
+    wrote with it (parquet-mr's default), as Spark's reads are (``parquet.page.verify-checksum``
+    in conf/spark-defaults.conf), so a flipped bit is an error naming the file, not a wrong value."""
+    return ds.ParquetFileFormat(
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+    )
+
+
+class CorruptPartFile(ValueError):
+    """A Parquet page whose bytes no longer match the checksum written with them."""
+
+
+@contextlib.contextmanager
+def checked_pages(table: str) -> Iterator[None]:
+    """pyarrow's checksum failure while reading the table folder ``table`` as a
+    :class:`CorruptPartFile` naming the part file (found by reading each again)."""
+    try:
+        yield
+    except OSError as e:
+        if "checksum verification failed" not in str(e):
+            raise
+        fs, p = arrow_path(table)
+        bad = "a part file"
+        for part in ds.dataset(p, filesystem=fs, format="parquet").files:
+            try:
+                ds.dataset(part, filesystem=fs, format=parquet_format()).to_table()
+            except OSError:
+                bad = f"part file {posixpath.basename(part)}"
+                break
+        raise CorruptPartFile(
+            f"{table}: {bad}: a Parquet page does not match the checksum written with it (changed since "
+            "written); rebuild the output"
+        ) from e
+
+
 def read_columns(path: str, columns: list[str]):
     """A Parquet table directory's columns as a pyarrow Table (on a worker, or the driver)."""
     fs, p = arrow_path(path)
-    return ds.dataset(p, filesystem=fs, format="parquet").to_table(columns=columns)
+    with checked_pages(path):
+        return ds.dataset(p, filesystem=fs, format=parquet_format()).to_table(columns=columns)
 
 
 class OutputExistsError(FileExistsError):
@@ -134,15 +172,49 @@ def resume_staging(path: str) -> str:
 def publish(spark: SparkSession | None, staging: str, path: str) -> None:
     """Move the complete ``staging`` folder to ``path``: an older ``path`` is renamed aside, the new
     one renamed in, then the old one deleted — a reader never sees a half-written output, and
-    ``path`` is absent only between two renames."""
+    ``path`` is absent only between two renames.
+
+    What the older ``path`` holds besides its own output (:func:`others_inside`: a graph's games,
+    statistics, plays, caches and journals, a file of the user's) is never deleted: then only the
+    old output's own entries are moved aside, its manifest first, and the new ones moved in, the
+    manifest last; what else is inside stays where it is."""
     store = Storage(spark)
-    old = None
-    if store.exists(path):
-        old = _staging_name(path).replace("._staging-", "._replaced-")
+    if not store.exists(path):
+        store.rename(staging, path)
+        return
+    new = store.names(staging)
+    kept = others_inside(store, path, new)
+    old = _staging_name(path).replace("._staging-", "._replaced-")
+    if not kept:
         store.rename(path, old)
-    store.rename(staging, path)
-    if old is not None:
+        store.rename(staging, path)
         store.delete(old)
+        return
+    store.mkdirs(old)
+    for name in sorted(set(store.names(path)) - set(kept), key=lambda n: n != MANIFEST):
+        store.rename(layout.join(path, name), layout.join(old, name))
+    for name in sorted(new, key=lambda n: n == MANIFEST):
+        store.rename(layout.join(staging, name), layout.join(path, name))
+    store.delete(old)
+    store.delete(staging)
+    log.info("%s: replaced; kept inside it: %s", path, ", ".join(kept))
+
+
+def others_inside(store: Storage, path: str, new: list[str]) -> list[str]:
+    """The names in the output folder ``path`` that are not its own: neither among the ``new``
+    output's names nor recorded by its manifest (tables, files), nor its manifest, nor a checksum
+    file of one of those (Hadoop's ``.NAME.crc``). Other hidden names (another job's staging
+    folders) are others too."""
+    own = set(new) | {MANIFEST}
+    if store.exists(layout.manifest(path)):
+        try:
+            manifest = json.loads(store.read_text(layout.manifest(path)))
+        except ValueError:
+            manifest = {}
+        recorded = [*manifest.get(CONTENTS, {}), *(f for f in manifest.get("files", []) if isinstance(f, str))]
+        own |= {name.split("/", 1)[0] for name in recorded}
+    own |= {f".{name}.crc" for name in own}
+    return [name for name in store.names(path) if name not in own]
 
 
 def clean_staging(path: str, spark: SparkSession | None = None) -> list[str]:

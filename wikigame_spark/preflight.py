@@ -172,11 +172,24 @@ def _nearest_existing(fs: Storage, p: str) -> str:
     return p
 
 
-def check_output(path: str, overwrite: bool, flag: str = "--output", spark=None, finished: bool = False) -> None:
+def check_output(
+    path: str,
+    overwrite: bool,
+    flag: str = "--output",
+    spark=None,
+    finished: bool = False,
+    what: str = "output",
+    kind: str = "",
+    inputs: tuple[str, ...] = (),
+    sources: tuple[str, ...] = (),
+) -> None:
     """``path`` is absent (or ``overwrite``) and a probe can be created and removed where it goes.
 
     ``finished``: only a finished output (one with a manifest) needs ``overwrite`` — a play run's
-    unfinished plays are resumed.
+    unfinished plays are resumed. An existing folder is replaced only as :func:`check_replaceable`
+    allows, and no output goes inside another one's tables (:func:`check_not_inside_a_table`) nor
+    inside a folder of ``sources`` (dumps, snapshots, files: a graph's games go inside the graph,
+    never a graph inside its dumps' folder).
     """
     if spark is not None and is_local(path):
         return  # checked before the session
@@ -189,6 +202,13 @@ def check_output(path: str, overwrite: bool, flag: str = "--output", spark=None,
         raise io.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
     if fs.exists(p) and not fs.is_dir(p):
         raise PreflightError(f"{flag} {path}: is a file, not a folder")
+    for source in sources:
+        where = absolute(source.split("*", 1)[0]).rstrip("/")
+        if p.startswith(where + "/"):
+            raise PreflightError(f"{flag} {path}: inside the input {source}; write the {what} to another folder")
+    if fs.exists(p):
+        check_replaceable(fs, p, flag, what, kind, inputs, resumable=finished)
+    check_not_inside_a_table(fs, p, flag)
     where = _nearest_existing(fs, p)
     if not fs.is_dir(where):
         raise PreflightError(f"{flag} {path}: {where} is a file, not a folder")
@@ -196,6 +216,65 @@ def check_output(path: str, overwrite: bool, flag: str = "--output", spark=None,
         fs.probe(where)
     except Exception as e:  # an OSError, or Hadoop's refusal as a Py4J error
         raise PreflightError(f"{flag} {path}: cannot write under {where}: {_reason(e)}") from e
+
+
+def _manifest_kind(fs: Storage, directory: str) -> str | None:
+    """The ``kind`` an output folder's manifest names ("" for a manifest that names none or is not
+    JSON), or None when it has no manifest."""
+    path = layout.manifest(directory)
+    if not fs.exists(path):
+        return None
+    try:
+        found = json.loads(fs.read_text(path))
+    except ValueError:
+        return ""
+    return str(found.get("kind") or "") if isinstance(found, dict) else ""
+
+
+def check_replaceable(
+    fs: Storage, path: str, flag: str, what: str, kind: str, inputs: tuple[str, ...], resumable: bool
+) -> None:
+    """An existing folder that a job may write into and replace: empty, or an earlier output of the
+    job's own ``kind`` (its manifest says so; for a ``resumable`` one, its unfinished chunks), and
+    holding none of the job's ``inputs``. A folder of other files, another kind of output, the
+    folder of a dump or snapshot (or one above it) is never replaced, ``--overwrite`` or not."""
+    for source in inputs:
+        where = absolute(source.split("*", 1)[0]).rstrip("/")
+        if where == path or where.startswith(path.rstrip("/") + "/"):
+            raise PreflightError(f"{flag} {path}: holds the input {source}; write the {what} to another folder")
+    names = [n for n in fs.names(path) if not n.startswith(".")]
+    if not names:
+        return
+    found = _manifest_kind(fs, path)
+    if found is None and resumable and all(n.startswith(layout.CHUNK_PREFIX) for n in names):
+        return  # an unfinished play run: resumed
+    if found is None:
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        raise PreflightError(
+            f"{flag} {path}: exists and is not a {what} made by this project (no manifest.json; it holds "
+            f"{shown}): a job writes into a new or empty folder, or replaces an earlier {what}; choose another folder"
+        )
+    if kind and found != kind:
+        held = f"a {found}" if found else "a manifest.json of something else"
+        raise PreflightError(
+            f"{flag} {path}: holds {held}, not a {what}: a job replaces only an earlier {what}; choose another folder"
+        )
+
+
+def check_not_inside_a_table(fs: Storage, path: str, flag: str) -> None:
+    """No output inside a table (or a recorded file) of an output above it: ``GRAPH/games`` is
+    beside the graph's tables, ``GRAPH/nodes/sub`` would be read as part of ``nodes``."""
+    child, parent = path.rstrip("/"), os.path.dirname(path.rstrip("/"))
+    while parent and parent != child and not parent.endswith(":") and not parent.endswith(":/"):
+        if fs.exists(layout.manifest(parent)):
+            name = child[len(parent) :].strip("/").split("/", 1)[0]
+            outer = io.others_inside(fs, parent, [])
+            if fs.exists(layout.join(parent, name)) and name not in outer:
+                raise PreflightError(
+                    f"{flag} {path}: inside {name} of the output {parent} (its manifest records it): "
+                    "an output goes beside another's tables, never inside them; choose another folder"
+                )
+        child, parent = parent, os.path.dirname(parent)
 
 
 @contextlib.contextmanager

@@ -66,13 +66,16 @@ class Output:
     OpenAlex job's field graphs). ``resumable``: unfinished work stays where the next run of the
     same output picks it up (a play run's chunks); a finished output given ``--overwrite`` is
     remade beside it and swapped in at the end. ``replace``: always replaced, no ``--overwrite``
-    needed (a human play run's plays at each stop, a report)."""
+    needed (a human play run's plays at each stop, a report). Whichever, an existing folder is
+    replaced only if it is an earlier output of the same ``kind`` holding none of the job's inputs
+    (:func:`~wikigame_spark.preflight.check_replaceable`)."""
 
     paths: Callable[[Any, dict], dict[str, str]]
     flag: str = "--output"
     resumable: bool = False
     replace: bool = False
     what: str = "output"
+    kind: str = ""  # its manifest's kind: an existing folder is replaced only if it is one
 
 
 class NothingMade(Exception):
@@ -246,12 +249,15 @@ class Job:
             if set(ctx.outputs) == {""} and hasattr(ctx.settings, "output"):
                 ctx.settings = dataclasses.replace(ctx.settings, output=ctx.outputs[""])
         overwrite = bool(getattr(ctx.settings, "overwrite", False))
+        inputs, sources = _input_paths(ctx), _input_paths(ctx, (DUMPS, SNAPSHOT, FILE))
         for out in self.outputs:
             for key in out.paths(ctx.settings, ctx.inputs):
                 path = ctx.outputs[key]
                 if spark is None and not preflight.is_local(path):
                     continue
-                preflight.check_output(path, overwrite or out.replace, out.flag, spark=spark, finished=out.resumable)
+                preflight.check_output(
+                    path, overwrite or out.replace, out.flag, spark, out.resumable, out.what, out.kind, inputs, sources
+                )
 
     def _stage(self, ctx: Context) -> None:
         """Each output's staging folder, once the dead runs' staging folders are gone."""
@@ -301,6 +307,19 @@ class Job:
                 io.write_json(spark, manifest_path(staging), manifest)
             if staging != path:
                 io.publish(spark, staging, path)
+
+
+def _input_paths(ctx: Context, kinds: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The paths the job reads from (of ``kinds`` of input; all for none): graphs' and games'
+    folders, dumps, snapshots, files."""
+    paths = []
+    for spec in ctx.job.inputs:
+        opened = ctx.inputs.get(spec.setting)
+        if opened is None or (kinds and spec.kind not in kinds):
+            continue
+        path = getattr(opened, "path", opened)
+        paths.extend([path] if isinstance(path, str) else list(path))
+    return tuple(paths)
 
 
 def _tag_inputs(ctx: Context) -> None:

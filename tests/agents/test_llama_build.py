@@ -77,6 +77,17 @@ def test_an_engine_that_dies_is_named_with_its_signal(tmp_path):
     assert open(log).read() == "loading\n"
 
 
+def test_bindings_that_cannot_load_their_library_are_named(tmp_path):
+    """The python engine's failure in the same one line: here its library folder is empty."""
+    done = smoke(LLAMA_CPP_LIB_PATH=str(tmp_path))
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "error: this llama.cpp build cannot decode on this machine: llama.cpp's Python bindings (python engine) "
+        "exited with status 1 decoding gemma-3-270m: "
+    ), last
+
+
 @pytest.mark.slow
 def test_the_devtools_server_exits_with_its_engines_signal(tmp_path):
     """The engine of ``python -m wikigame_spark.devtools.local_server`` killed while it serves: the

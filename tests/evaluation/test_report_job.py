@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from jobs import import_human_games, play_games
 from jobs import report as report_job
-from wikigame_spark import io
+from wikigame_spark import io, preflight
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.evaluation.figures import PNG_SIGNATURE
 from wikigame_spark.schemas import PLAYS
@@ -218,7 +218,7 @@ def test_report_reads_the_plays_artifact_when_the_folder_is_gone(spark, experime
 
     with pytest.raises(ValueError, match="not a play run"):
         report_job.main(["--experiment", EXPERIMENT, "--runs", json.load(open(f"{out}/report.json"))["mlflow_run_id"]])
-    with pytest.raises(io.OutputExistsError, match="not a report"):
+    with pytest.raises(preflight.PreflightError, match="holds a games, not a report"):
         report_job.main(["--experiment", EXPERIMENT, "--output", str(experiment["tmp"] / "games")])
     with pytest.raises(ValueError, match="experiment 'nope' not found"):
         report_job.main(["--experiment", "nope", "--output", str(experiment["tmp"] / "r3")])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -142,3 +143,24 @@ def test_a_snapshot_from_the_generators_command_line_builds_a_playable_graph(tmp
     assert nodes == expected.nodes["Mathematics"] and edges == expected.edges["Mathematics"]
     assert len(nodes) > 250 and len(edges) > len(nodes)  # about half the works, cited among themselves
     assert manifest["records"] == expected.accounting("Mathematics") | {"kept": len(nodes)}
+
+
+def test_an_abstract_of_millions_of_characters_is_cut_and_counted(tmp_path):
+    """A broken record's abstract reaches prompts as a node's summary: cut at SUMMARY_CHARS (far
+    above a real abstract), and the graph's counts say how many were."""
+    from wikigame_spark.devtools.openalexgen import TEMPLATE_2025
+    from wikigame_spark.ingest.openalex import SUMMARY_CHARS
+
+    with open(TEMPLATE_2025, encoding="utf-8") as f:
+        record = json.load(f)
+    normal = dict(record, id=record["id"] + "1")
+    record["abstract_inverted_index"] = {f"word{i}": [i] for i in range(200_000)}  # 1.3 M characters
+    with gzip.open(tmp_path / "part_000.gz", "wt", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n" + json.dumps(normal) + "\n")
+    field = record["primary_topic"]["field"]["display_name"]
+    out = str(tmp_path / "graphs")
+    assert build_openalex.main(["--input", str(tmp_path / "part_000.gz"), "--field", field, "--output", out]) == 0
+    nodes, _, manifest = read_graph(os.path.join(out, "decision-sciences"))
+    lengths = sorted(len(n["summary"]) for n in nodes)
+    assert lengths[-1] == SUMMARY_CHARS and lengths[0] < SUMMARY_CHARS
+    assert manifest["counts"]["summaries_cut"] == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -128,13 +129,47 @@ def test_output_checks_on_relative_paths(tmp_path, monkeypatch):
 
 
 def test_a_replaced_output_is_swapped_in_whole(spark, tmp_path):
-    """The older output stays readable until the new one is complete; nothing staged is left over."""
+    """The older output stays readable until the new one is complete; nothing staged is left over;
+    what its manifest does not record (another job's output inside it) stays."""
     out = str(tmp_path / "out")
-    os.makedirs(out)
-    with open(f"{out}/old", "w") as f:
-        f.write("old")
+    os.makedirs(f"{out}/games")
+    for name, text in {"old": "old", "manifest.json": '{"files": ["old"]}', "games/g": "games"}.items():
+        with open(f"{out}/{name}", "w") as f:
+            f.write(text)
     with io.staged_output(spark, out, overwrite=True) as staging:
         assert os.path.basename(staging).startswith(".out._staging-")  # hidden from part-* globs
         io.write_text(spark, f"{staging}/new", "new")
-        assert os.listdir(out) == ["old"]  # readers still see the older output, whole
-    assert [n for n in os.listdir(out) if not n.endswith(".crc")] == ["new"] and os.listdir(tmp_path) == ["out"]
+        io.write_text(spark, f"{staging}/manifest.json", '{"files": ["new"]}')
+        assert sorted(os.listdir(out)) == ["games", "manifest.json", "old"]  # the older output, whole
+    assert sorted(n for n in os.listdir(out) if not n.endswith(".crc")) == ["games", "manifest.json", "new"]
+    assert open(f"{out}/games/g").read() == "games" and open(f"{out}/manifest.json").read() == '{"files": ["new"]}'
+    assert os.listdir(tmp_path) == ["out"]
+
+
+def flip_a_data_bit(table_dir: str) -> str:
+    """One bit flipped a quarter into the table's first part file: its size, name and footer stay."""
+    name = sorted(n for n in os.listdir(table_dir) if n.endswith(".parquet"))[0]
+    path = os.path.join(table_dir, name)
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 4] ^= 0x10
+    open(path, "wb").write(bytes(data))
+    for crc in [n for n in os.listdir(table_dir) if n.endswith(".crc")]:
+        os.remove(os.path.join(table_dir, crc))  # Hadoop's own checksum file would catch it first
+    return name
+
+
+def test_a_flipped_bit_in_a_part_file_is_named_by_both_readers(spark, ltg_graph, tmp_path):
+    """Parquet's page checksums (written by Spark, checked by pyarrow and by Spark): an error line
+    naming the part file, never a wrong value."""
+
+    graph = tmp_path / "g"
+    shutil.copytree(ltg_graph, graph, ignore=shutil.ignore_patterns("games", "stats", "plays", "cache", "human"))
+    name = flip_a_data_bit(str(graph / "edges"))
+    done = run_job("graph_stats", "--graph", str(graph), env=job_env(f"sqlite:///{tmp_path}/m.db"))
+    done.refused(f"{graph}/edges: part file {name}: a Parquet page does not match the checksum written with it")
+    with pytest.raises(Exception) as spark_read:
+        spark.read.parquet(str(graph / "edges")).selectExpr("sum(src)").collect()
+    assert cli.user_fault(spark_read.value) == (
+        f"file://{graph}/edges/{name}: a Parquet page does not match the checksum written with it (changed since "
+        "written); rebuild the output"
+    )

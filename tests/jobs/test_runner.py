@@ -36,6 +36,8 @@ def games_dir(ltg_graph, tmp_path_factory):
         (["--max-steps", "0"], "--max-steps 0: must be a positive number"),
         (["--protocol", "wikispeedia"], "argument --protocol: invalid choice"),
         ([], "--agent is required"),
+        (["--agent", "llm", "--temperature", "inf"], "--temperature inf: must be a finite number, 0 or more"),
+        (["--agent", "llm", "--temperature", "-0.5"], "--temperature -0.5: must be a finite number, 0 or more"),
     ],
 )
 def test_a_bad_setting_is_one_error_line_before_any_work(ltg_graph, games_dir, tmp_path, args, fragment):
@@ -51,6 +53,12 @@ def test_a_yaml_syntax_error_names_the_file_and_line(ltg_graph, tmp_path):
     bad.write_text("pairs: 10\nseed: [1\n")
     done = run_job("graph_stats", "--graph", ltg_graph, "--config", str(bad), env=job_env(f"sqlite:///{tmp_path}/m.db"))
     assert "line 3" in done.refused(f"--config {bad}", "not valid YAML")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("pairs: 10\nname: caf\xe9\n".encode("latin-1"))
+    done = run_job(
+        "graph_stats", "--graph", ltg_graph, "--config", str(latin), env=job_env(f"sqlite:///{tmp_path}/m.db")
+    )
+    done.refused(f"--config {latin}: not UTF-8 text")
 
 
 def test_every_job_has_version_config_and_required_flags_marked():

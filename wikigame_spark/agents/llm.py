@@ -100,7 +100,7 @@ class LlmOptions(AgentOptions):
     def validate(self) -> None:
         positive(self, "concurrency", "timeout")
         counts = ("max_titles", "max_retries", "http_retries", "top_k", "max_tokens", "max_server_failures")
-        non_negative(self, *counts, "trace_games")
+        non_negative(self, *counts, "trace_games", "temperature")
         if self.constrained and self.constrained not in CONSTRAINTS:
             raise ConfigError(
                 f"constrained: must be one of {', '.join(CONSTRAINTS)} (or empty), got {self.constrained!r}"

@@ -39,8 +39,8 @@ def python_bindings(model: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", _BINDINGS, model, PROMPT, str(TOKENS)], capture_output=True, text=True, timeout=600
     )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [""])[-1][:200]
+    if done.returncode != 0:  # a Python error's last line says what; a signal's says nothing more
+        last = (done.stderr.strip().splitlines() or [""])[-1][:200] if done.returncode > 0 else ""
         raise SmokeFailed(
             f"llama.cpp's Python bindings (python engine) {ended(done.returncode)} decoding {MODEL_ALIAS}"
             + (f": {last}" if last else "")

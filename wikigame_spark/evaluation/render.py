@@ -16,7 +16,6 @@ import re
 import tempfile
 
 import pandas as pd
-from pyspark.sql import SparkSession
 
 from wikigame_spark import io
 from wikigame_spark.document import Document, fmt
@@ -25,6 +24,7 @@ from wikigame_spark.evaluation.evaluate import Evaluation
 from wikigame_spark.evaluation.fits import MIN_FIT_GAMES
 
 KIND_TAG = "wikigame.kind"
+KIND = "report"  # the manifest's and the tag's
 WILSON = ("wilson_low", "wilson_high")
 
 
@@ -235,7 +235,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
         if table is not None:
             files[f"tables/{name}.csv"] = csv(table)
     summary = {
-        "kind": "report",
+        "kind": KIND,
         "experiment": experiment,
         "created": created,
         "code_version": io.code_version(),
@@ -266,18 +266,6 @@ def _json_default(value):
 # --- Output -----------------------------------------------------------------------------------
 def default_output(experiment: str) -> str:
     return os.path.join("out", "report", _slug(experiment.rstrip("/").rsplit("/", 1)[-1]))
-
-
-def check_output(spark: SparkSession, output: str, overwrite: bool) -> None:
-    """An existing folder is replaced only if it holds an earlier report, or with ``overwrite``."""
-    if not io.exists(spark, output) or overwrite:
-        return
-    try:
-        kind = io.read_manifest(spark, output).get("kind")
-    except (FileNotFoundError, ValueError):
-        kind = None
-    if kind != "report":
-        raise io.OutputExistsError(f"{output} exists and is not a report; pass --overwrite to replace it")
 
 
 def log_artifacts(files: dict[str, bytes]) -> None:

@@ -206,7 +206,7 @@ def _columns(df: DataFrame, names: list[str]) -> list[np.ndarray]:
     table = None
     if files:
         try:
-            table = pq.read_table(files, columns=names)
+            table = pq.read_table(files, columns=names, page_checksum_verification=True)
         except (OSError, ValueError, KeyError, pa.ArrowException) as e:
             log.info("reading %d Parquet files directly failed (%s); collecting through Spark", len(files), e)
     if table is None:

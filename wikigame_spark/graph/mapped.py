@@ -67,7 +67,7 @@ def _local(uri: str) -> str:
 
 def _dataset(path: str) -> ds.Dataset:
     fs, p = io.arrow_path(path)
-    return ds.dataset(p, filesystem=fs, format="parquet")
+    return ds.dataset(p, filesystem=fs, format=io.parquet_format())
 
 
 def _sha1(path: str) -> str:
@@ -164,15 +164,23 @@ def build_graph_files(graph_dir: str, folder: str, batch_rows: int = BATCH_ROWS,
     edges, whatever the graph's size; the files are written through their mappings.
     """
     nodes = _dataset(GraphDir(graph_dir).nodes)
-    n = _node_count(graph_dir, nodes)
-    m = _write_csr(graph_dir, n, folder, batch_rows, sort_edges)
-    for column, name in ((TITLE, "titles"), (SUMMARY, "summaries")):
-        _write_texts(nodes, n, column, folder, name, batch_rows)
+    with io.checked_pages(GraphDir(graph_dir).nodes):
+        n = _node_count(graph_dir, nodes)
+    with io.checked_pages(GraphDir(graph_dir).edges):
+        m = _write_csr(graph_dir, n, folder, batch_rows, sort_edges)
+    with io.checked_pages(GraphDir(graph_dir).nodes):
+        for column, name in ((TITLE, "titles"), (SUMMARY, "summaries")):
+            _write_texts(nodes, n, column, folder, name, batch_rows)
     return {"nodes": n, "edges": m}
 
 
 def build_matrix_file(vectors_path: str, folder: str) -> dict:
     """``vectors.npy`` (float32, N × d, row = node id) from a Parquet ``(id, vector)`` table."""
+    with io.checked_pages(vectors_path):
+        return _write_matrix(vectors_path, folder)
+
+
+def _write_matrix(vectors_path: str, folder: str) -> dict:
     table = _dataset(vectors_path)
     n = table.count_rows()
     matrix = None

@@ -67,6 +67,10 @@ REASON = "reason"
 DETAIL_CHARS = 200
 PROBLEMS = 10  # malformed lines quoted in the manifest
 NODES_PER_FILE = 50_000  # ~25 MB of Parquet with abstracts
+# A node's summary is its whole abstract (the paper's), cut at this length: ten Wikipedia summaries,
+# above any real abstract, so that a broken record's millions of words never reach a prompt. The
+# graph's counts say how many were cut (``summaries_cut``).
+SUMMARY_CHARS = 10_000
 EDGES_PER_FILE = 4_000_000
 BROADCAST_ROWS = 2_000_000  # slim tables (ids) up to this size are copied to every task
 _NOT_VERSIONS = (MALFORMED_JSON, MALFORMED_RECORD, MISSING_ID)  # rows without a usable work id
@@ -344,6 +348,7 @@ def _graph_counts(c: dict) -> dict:
             "edges": 2 * pairs,
         },
         "languages": dict(sorted(languages.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "summaries_cut": c.get("summaries_cut", 0),  # abstracts longer than SUMMARY_CHARS
     }
 
 
@@ -423,11 +428,12 @@ def build_graphs(works: DataFrame, fields: list[str]) -> OpenAlexGraphs:
         F.count("*").alias("n"),
         F.min("detail").alias("detail"),
         F.sum(F.coalesce(F.size(REFERENCES), F.lit(0))).alias("references"),
+        F.sum((F.length(SUMMARY) > SUMMARY_CHARS).cast("long")).alias("cut"),
     )
     per_file: dict[str, int] = {}
     by_reason: dict[tuple, int] = {}
     nodes = dict.fromkeys(fields, 0)
-    counts = {f: {"languages": {}, "references": 0} for f in fields}
+    counts = {f: {"languages": {}, "references": 0, "summaries_cut": 0} for f in fields}
     problems = []
     for r in sorted(tally.collect(), key=lambda r: tuple(r[c] or "" for c in keys)):
         per_file[r[SOURCE_FILE]] = per_file.get(r[SOURCE_FILE], 0) + r["n"]
@@ -438,11 +444,13 @@ def build_graphs(works: DataFrame, fields: list[str]) -> OpenAlexGraphs:
             c = counts[r[FIELD]]
             c["languages"][r[LANGUAGE]] = c["languages"].get(r[LANGUAGE], 0) + r["n"]
             c["references"] += int(r["references"])
+            c["summaries_cut"] += int(r["cut"] or 0)
         if r["detail"] is not None and len(problems) < PROBLEMS:
             problems.append({"file": r[SOURCE_FILE], REASON: r[REASON], "records": r["n"], "example": r["detail"]})
     log.info("records read %d: nodes %s", sum(per_file.values()), nodes)
 
-    members = works.filter(F.col(REASON).isNull()).localCheckpoint()
+    members = works.filter(F.col(REASON).isNull()).withColumn(SUMMARY, F.substring(SUMMARY, 1, SUMMARY_CHARS))
+    members = members.localCheckpoint()
     indexed = index_nodes(members, nodes)
     pairs = citation_pairs(indexed, sum(nodes.values())).localCheckpoint()
     _citation_counts(pairs, counts)

@@ -24,6 +24,9 @@ def check_fields(s: OpenAlexBuildConfig) -> None:
         raise ConfigError(f"--field: {list(s.fields)} give the same folder name twice")
 
 
+KIND = "openalex-graph"
+
+
 def field_outputs(s: OpenAlexBuildConfig, _inputs: dict) -> dict[str, str]:
     return {f: layout.join(spark_uri(s.output.rstrip("/")), field_slug(f)) for f in s.fields}
 
@@ -58,7 +61,7 @@ def build(ctx: Context) -> Result:
         tables = {layout.NODES: (graph.nodes, OPENALEX_NODES), layout.EDGES: (graph.edges, EDGES)}
         io.write_tables(spark, ctx.stage(field), tables)
         manifests[field] = {
-            "kind": "openalex-graph",
+            "kind": KIND,
             "field": field,
             "fields_built_together": list(s.fields),
             "target_language": s.language or None,
@@ -84,7 +87,7 @@ JOB = Job(
     settings=OpenAlexBuildConfig,
     body=build,
     inputs=(Input("input", SNAPSHOT),),
-    outputs=(Output(field_outputs, what="field graph"),),
+    outputs=(Output(field_outputs, what="field graph", kind=KIND),),
     tracked=False,
     check=check_fields,
     connect=connect_s3,

@@ -9,6 +9,8 @@ from wikigame_spark.ingest.wikipedia import build_graph, check_graph, dump_sitei
 from wikigame_spark.runner import DUMPS, Context, Input, Job, Output, Result
 from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
 
+KIND = "wikipedia-graph"
+
 
 def build(ctx: Context) -> Result:
     s: WikipediaBuildConfig = ctx.settings
@@ -28,7 +30,7 @@ def build(ctx: Context) -> Result:
     io.write_tables(spark, ctx.stage(), tables)
     c = graph.counts
     manifest = {
-        "kind": "wikipedia-graph",
+        "kind": KIND,
         "inputs": io.file_identities(spark, files),
         "tasks": len(tasks),
         "site": site.to_dict(),
@@ -53,6 +55,6 @@ JOB = Job(
     settings=WikipediaBuildConfig,
     body=build,
     inputs=(Input("inputs", DUMPS),),
-    outputs=(Output(lambda s, _: {"": s.output}, what="graph"),),
+    outputs=(Output(lambda s, _: {"": s.output}, what="graph", kind=KIND),),
     tracked=False,
 )

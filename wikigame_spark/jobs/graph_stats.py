@@ -10,6 +10,7 @@ from wikigame_spark.runner import GRAPH, Context, Input, Job, Output, Result
 
 STATS_JSON = "stats.json"
 REACH_PNG = "reachability.png"
+KIND = "graph-stats"
 
 
 def stats(ctx: Context) -> Result:
@@ -18,7 +19,7 @@ def stats(ctx: Context) -> Result:
     graph = read_graph(ctx.spark, handle)
     found = graph_stats(graph.nodes, graph.edges, s, graph.handle)
     png = plot_reach(found["reachability"], f"{handle.name}: reachable within k steps")
-    report = {"kind": "graph-stats", **found, "graph": handle.identity(), **ctx.made_by()}
+    report = {"kind": KIND, **found, "graph": handle.identity(), **ctx.made_by()}
     pages = render(report, f"Graph statistics: {handle.name}", png, REACH_PNG)
     staging = ctx.stage()
     io.write_json(ctx.spark, f"{staging}/{STATS_JSON}", report)
@@ -37,7 +38,7 @@ def stats(ctx: Context) -> Result:
         f"{c['largest_scc_nodes']} nodes ({100 * c['largest_scc_share']:.1f}%); {c['wcc_count']} WCCs; "
         f"{curve['reachable']}/{curve['pairs']} random pairs reachable ({curve['method']})"
     )
-    manifest = {"kind": "graph-stats", "graph": report["graph"], "files": [STATS_JSON, REACH_PNG, *pages]}
+    manifest = {"kind": KIND, "graph": report["graph"], "files": [STATS_JSON, REACH_PNG, *pages]}
     return Result(summary, manifests={"": manifest}, metrics={**t, **c, **reach})
 
 
@@ -47,6 +48,6 @@ JOB = Job(
     settings=GraphStatsConfig,
     body=stats,
     inputs=(Input("graph", GRAPH, cache_setting="cache_dir"),),
-    outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.stats}, what="statistics"),),
+    outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.stats}, what="statistics", kind=KIND),),
     run_name=lambda ctx: f"graph_stats {ctx.inputs['graph'].name}",
 )

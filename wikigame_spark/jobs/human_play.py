@@ -78,7 +78,12 @@ JOB = Job(
         Input("games_dir", GAMES, default=lambda inputs: inputs["graph"].dir.games, bound_to="graph"),
     ),
     outputs=(
-        Output(lambda s, inputs: {"": inputs["graph"].dir.plays(s.run_name)}, replace=True, what="human play run"),
+        Output(
+            lambda s, inputs: {"": inputs["graph"].dir.plays(s.run_name)},
+            replace=True,
+            what="human play run",
+            kind=record.RUN_KIND,
+        ),
     ),
     run_name=lambda ctx: ctx.settings.run_name,
     prepare=play,

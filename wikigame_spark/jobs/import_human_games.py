@@ -74,7 +74,13 @@ JOB = Job(
     settings=HumanImportConfig,
     body=import_games,
     inputs=(Input("graph", GRAPH), Input("tsv", FILE)),
-    outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.plays(s.run_name)}, what="plays"),),
+    outputs=(
+        Output(
+            lambda s, inputs: {"": s.output or inputs["graph"].dir.plays(s.run_name)},
+            what="plays",
+            kind=record.RUN_KIND,
+        ),
+    ),
     run_name=lambda ctx: ctx.settings.run_name,
     prepare=human_tags,
 )

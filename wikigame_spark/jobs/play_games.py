@@ -86,6 +86,7 @@ JOB = Job(
             lambda s, inputs: {"": s.output or inputs["graph"].dir.plays(run_name(s))},
             resumable=True,
             what="play run",
+            kind=record.RUN_KIND,
         ),
     ),
     run_name=lambda ctx: run_name(ctx.settings),

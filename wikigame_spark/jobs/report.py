@@ -24,14 +24,12 @@ log = logging.getLogger(__name__)
 
 
 def find_runs(ctx: Context) -> None:
-    """The play runs to report on, found before the report's own run is made; an earlier report
-    is replaced, any other folder only with --overwrite."""
-    render.check_output(ctx.spark, ctx.output(), ctx.settings.overwrite)
+    """The play runs to report on, found before the report's own run is made."""
     found, ctx.skipped = record.find_runs(ctx.experiment, ctx.settings.runs)
     ctx.runs = evaluate.labelled(found)
     if not ctx.runs:
         raise ValueError(f"experiment {ctx.experiment!r} has no finished play runs to report on")
-    ctx.tags[render.KIND_TAG] = "report"
+    ctx.tags[render.KIND_TAG] = render.KIND
 
 
 def unusable(plays: DataFrame) -> dict[str, str]:
@@ -94,6 +92,7 @@ JOB = Job(
             lambda s, _: {"": s.output or render.default_output(tracking.experiment_name(s.experiment))},
             replace=True,
             what="report",
+            kind=render.KIND,
         ),
     ),
     run_name=lambda ctx: ctx.settings.run_name,

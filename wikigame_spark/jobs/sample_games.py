@@ -10,6 +10,8 @@ from wikigame_spark.layout import GamesDir
 from wikigame_spark.runner import GRAPH, Context, Input, Job, Output, Result
 from wikigame_spark.schemas import GAMES
 
+KIND = "games"
+
 
 def sample(ctx: Context) -> Result:
     s: SampleGamesConfig = ctx.settings
@@ -18,7 +20,7 @@ def sample(ctx: Context) -> Result:
     io.write_tables(ctx.spark, ctx.stage(), {layout.GAMES: (sampled.games, GAMES)})
     c = sampled.counts
     manifest = {
-        "kind": "games",
+        "kind": KIND,
         "seed": s.seed,
         "games": c["games"],
         "draws": c["draws"],
@@ -44,6 +46,6 @@ JOB = Job(
     settings=SampleGamesConfig,
     body=sample,
     inputs=(Input("graph", GRAPH, cache_setting="cache_dir"),),
-    outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.games}, what="games"),),
+    outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.games}, what="games", kind=KIND),),
     run_name=lambda ctx: f"sample_games seed={ctx.settings.seed}",
 )
