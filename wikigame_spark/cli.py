@@ -95,6 +95,11 @@ def _external_fault(e: BaseException) -> str | None:
     """A tracking store's refusal or a Java cause a user can fix (corrupt Parquet, missing or
     unwritable paths), as one line; else None."""
     names = {c.__name__ for c in type(e).__mro__}
+    if "Py4JNetworkError" in names or "JAVA_GATEWAY_EXITED" in str(e):  # the driver's JVM went away
+        return (
+            "the Spark driver's JVM is gone (killed: often by the kernel when memory runs out, see `dmesg`); "
+            "nothing was published: run the job again, with more memory (spark.driver.memory) or less data per task"
+        )
     if "MlflowException" in names or "OperationalError" in names:
         from wikigame_spark.tracking import tracking_uri
 
@@ -208,9 +213,9 @@ def stage(job: str, name: str, inputs: str | list[str]) -> Iterator[None]:
 def _stop_spark() -> None:
     from pyspark.sql import SparkSession
 
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # a JVM that is gone (the fault reported) answers nothing
+        active = SparkSession.getActiveSession()
+        if active is not None:
             active.stop()
 
 

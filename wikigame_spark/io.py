@@ -204,15 +204,16 @@ def others_inside(store: Storage, path: str, new: list[str]) -> list[str]:
     """The names in the output folder ``path`` that are not its own: neither among the ``new``
     output's names nor recorded by its manifest (tables, files), nor its manifest, nor a checksum
     file of one of those (Hadoop's ``.NAME.crc``). Other hidden names (another job's staging
-    folders) are others too."""
-    own = set(new) | {MANIFEST}
-    if store.exists(layout.manifest(path)):
-        try:
-            manifest = json.loads(store.read_text(layout.manifest(path)))
-        except ValueError:
-            manifest = {}
-        recorded = [*manifest.get(CONTENTS, {}), *(f for f in manifest.get("files", []) if isinstance(f, str))]
-        own |= {name.split("/", 1)[0] for name in recorded}
+    folders) are others too. A folder without a manifest has no others: it is replaced whole."""
+    if not store.exists(layout.manifest(path)):
+        return []  # no record of its own: replaced whole (a job replaces only such a folder of its own)
+    try:
+        manifest = json.loads(store.read_text(layout.manifest(path)))
+    except ValueError:
+        manifest = None
+    manifest = manifest if isinstance(manifest, dict) else {}
+    recorded = [*manifest.get(CONTENTS, {}), *(f for f in manifest.get("files", []) if isinstance(f, str))]
+    own = set(new) | {MANIFEST} | {name.split("/", 1)[0] for name in recorded}
     own |= {f".{name}.crc" for name in own}
     return [name for name in store.names(path) if name not in own]
 

@@ -34,7 +34,12 @@ def build_session(app_name: str, master: str | None = None, conf: dict | None = 
     """The active session as it is (a notebook's, or the caller's: its settings stay, and Spark
     would only warn that new ones cannot apply), or a new one named ``app_name`` with the project's jars."""
     spark = SparkSession.getActiveSession() or _new_session(app_name, master, conf)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The library's progress at INFO; other libraries' warnings only (py4j logs a dead JVM's every
+    # retry at INFO, with its trace, on the root logger).
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    library = logging.getLogger("wikigame_spark")
+    if library.level == logging.NOTSET:
+        library.setLevel(logging.INFO)
     return spark
 
 

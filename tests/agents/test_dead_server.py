@@ -3,7 +3,7 @@
 import pyarrow.parquet as pq
 import pytest
 
-from tests.jobs.jobrun import job_env, run_job
+from tests.jobs.jobrun import chunk_manifests, job_env, run_job
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph, write_games
 
@@ -37,6 +37,16 @@ def test_a_run_the_server_mostly_never_answered_is_an_error_not_a_measurement(tm
             "--model", "any", "--base-url", server.url, "--http-retries", "0", "--max-server-failures", "0",
         ]  # fmt: skip
         last = run_job("play_games", *argv, env=job_env(f"sqlite:///{tmp_path}/mlflow.db")).refused()
-    assert last.startswith(f"error: {failing} of 8 games ended no_response (the server never answered)"), last
-    kept = pq.read_table(str(tmp_path / "plays" / "part-000000" / "plays")).column("outcome").to_pylist()
-    assert sorted(kept) == sorted(["no_response"] * failing + ["success"] * (8 - failing))
+        assert last.startswith(f"error: {failing} of 8 games ended no_response (the server never answered)"), last
+        assert "rerun with the same --run-name to play those" in last
+        kept = pq.read_table(str(tmp_path / "plays" / "part-000000" / "plays")).column("outcome").to_pylist()
+        assert sorted(kept) == sorted(["no_response"] * failing + ["success"] * (8 - failing))
+        assert chunk_manifests(str(tmp_path / "plays"))["part-000000"]["unanswered"] == failing
+
+        # the same command again: only the unanswered games are played (and still unanswered)
+        asked = len(server.requests)
+        again = run_job("play_games", *argv, env=job_env(f"sqlite:///{tmp_path}/mlflow.db")).refused()
+        assert again.startswith(f"error: {failing} of 8 games ended no_response"), again
+        replayed = [r for r in server.requests[asked:] if "500" in r["messages"][3]["content"]]
+        assert len(server.requests) - asked == len(replayed) == failing
+    assert not (tmp_path / "plays" / "manifest.json").exists()  # the run is not finished

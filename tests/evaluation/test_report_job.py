@@ -262,3 +262,18 @@ def test_the_bundled_model_is_named_a_base_model_wherever_it_plays():
     assert constrained == "llm: gemma-3-270m constrained=grammar (base model)"
     assert run_label({"agent": "llm", "model": MODEL_ALIAS}).endswith("(base model: plumbing check)")
     assert "base" not in run_label({"agent": "llm", "model": "an-instruction-tuned-model"})
+
+
+def test_runs_pooled_under_one_label_are_said_to_count_replayed_games_twice():
+    from wikigame_spark.evaluation.evaluate import ReportRun, comparability_notes
+
+    sha = {"graph_manifest_sha1": "g1", "games_manifest_sha1": "s1"}
+    runs = [
+        ReportRun("a", "tfidf-1", 1, sha, "", label="tfidf", graph="ltgwiki"),
+        ReportRun("b", "tfidf-2", 2, sha, "", label="tfidf", graph="ltgwiki"),
+        ReportRun("c", "random-1", 3, sha, "", label="random", graph="ltgwiki"),
+    ]
+    assert comparability_notes(runs) == [
+        "tfidf on graph ltgwiki pools 2 runs (tfidf-1, tfidf-2): a game played in more than one of them counts "
+        "once per run, as independent games, in its success rate, steps and fits"
+    ]

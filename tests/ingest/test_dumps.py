@@ -178,6 +178,23 @@ def test_corrupt_block_of_a_split_bz2_names_file_and_byte(split_everywhere, tmp_
     assert failed and all(f"{path} [bytes " in e and "corrupt bzip2 block near byte" in e for e in failed)
 
 
+@pytest.mark.parametrize("tail", [os.urandom(5_000), b"\x00" * 3])
+def test_bytes_after_the_last_stream_are_an_error_split_or_whole(split_everywhere, tmp_path, tail):
+    """Whatever the split, the same answer: one task or many, the dump is refused."""
+    path = tmp_path / "appended-pages-articles.xml.bz2"
+    path.write_bytes(open(LTG, "rb").read() + tail)
+    with pytest.raises(DumpError, match=r"appended-pages-articles\.xml\.bz2"):
+        list(iter_pages(DumpTask(str(path))))
+    for task_bytes in (200_000, 40_000):
+        failed = []
+        for task in split_bz2(str(path), task_bytes, 1):
+            try:
+                list(iter_pages(task))
+            except DumpError as e:
+                failed.append(str(e))
+        assert len(failed) == 1 and f"{len(tail)} bytes after the end of the last bzip2 stream" in failed[0], failed
+
+
 def test_empty_file_is_a_clear_error(tmp_path):
     p = write(tmp_path / "empty.xml", b"")
     with pytest.raises(DumpError, match=r"empty\.xml: empty file"):

@@ -173,3 +173,36 @@ def test_a_flipped_bit_in_a_part_file_is_named_by_both_readers(spark, ltg_graph,
         f"file://{graph}/edges/{name}: a Parquet page does not match the checksum written with it (changed since "
         "written); rebuild the output"
     )
+
+
+@pytest.mark.slow
+def test_a_killed_driver_jvm_is_one_line(tmp_path):
+    """The kernel's OOM killer takes the JVM, not the job's Python: one line saying so, exit 2."""
+    import signal
+    import time
+
+    from tests.conftest import LTG
+    from tests.jobs.jobrun import command
+
+    out = tmp_path / "g"
+    env = job_env(f"sqlite:///{tmp_path}/m.db")
+    job = subprocess.Popen(
+        command("build_wikipedia", "--input", LTG, "--output", str(out)),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    jvm = ""
+    for _ in range(600):  # the JVM started, then a few seconds into the work
+        jvm = subprocess.run(["pgrep", "-P", str(job.pid), "java"], capture_output=True, text=True).stdout.split()
+        if jvm or job.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert jvm, "no JVM under the job"
+    time.sleep(4)
+    os.kill(int(jvm[0]), signal.SIGKILL)
+    _, err = job.communicate(timeout=120)
+    assert job.returncode == 2, err[-3000:]
+    assert err.rstrip().splitlines()[-1].startswith("error: the Spark driver's JVM is gone (killed"), err[-3000:]
+    assert "Traceback" not in err and not out.exists()

@@ -308,6 +308,15 @@ def comparability_notes(runs: Sequence[ReportRun]) -> list[str]:
             if len(found) > 1:
                 named = "; ".join(f"{name} ({_short(d)})" for d, name in sorted(found.items()))
                 notes.append(f"runs compared on graph {graph} played different {what}: {named}")
+    pooled: dict[tuple[str, str], list[str]] = {}
+    for r in runs:
+        pooled.setdefault((r.label, r.graph), []).append(r.run_name)
+    for (label, graph), names in sorted(pooled.items()):
+        if len(names) > 1:
+            notes.append(
+                f"{label} on graph {graph} pools {len(names)} runs ({', '.join(names)}): a game played in more than "
+                "one of them counts once per run, as independent games, in its success rate, steps and fits"
+            )
     untraced = [r.run_name for r in runs if not r.params.get("graph_manifest_sha1")]
     if untraced:
         notes.append(

@@ -129,7 +129,8 @@ def iter_blocks(path: str, start: int = 0) -> Iterator[tuple[int, bytes]]:
     """``(start bit, data)`` of each block of ``path`` from the first that starts at byte ``start``
     or later, in file order, for as long as the caller takes them.
 
-    Raises :class:`CorruptBlock` for a block that does not decode although data follows it, and
+    Raises :class:`CorruptBlock` for a block that does not decode although data follows it, or for
+    bytes after the last stream's end (as one task reading the whole file does), and
     :class:`TruncatedBlocks` after the last block when the file ends inside a block or before the
     end of its last stream.
     """
@@ -141,15 +142,22 @@ def iter_blocks(path: str, start: int = 0) -> Iterator[tuple[int, bytes]]:
         # the block the range starts in, and is passed over; from byte 0 the first magic follows
         # the file's header and is a block's.
         anchored = start == 0
+        stream_end = None  # the bit after the last stream end taken (its magic and CRC)
         while True:
             scan.want(1)
             while scan.magics and scan.magics[0][1]:  # the end of a stream, and its CRC
                 scan.want(2)
-                ended = scan.magics.popleft()[0] + MAGIC_BITS + 32 <= scan.end_bit or not scan.eof
+                stream_end = scan.magics.popleft()[0] + MAGIC_BITS + 32
+                ended = stream_end <= scan.end_bit or not scan.eof
                 scan.want(1)
             if not scan.magics:
                 if not ended:
                     raise TruncatedBlocks(f"the file ends at byte {scan.end_bit // 8} before its stream's end")
+                if stream_end is not None and scan.end_bit - stream_end >= 8:  # more than the last byte's padding
+                    raise CorruptBlock(
+                        f"{(scan.end_bit - stream_end) // 8} bytes after the end of the last bzip2 stream "
+                        f"(byte {stream_end // 8}) are not bzip2 data"
+                    )
                 return
             first, data = scan.magics[0][0], b""
             for n in range(1, MAX_FALSE_MATCHES + 2):
