@@ -18,7 +18,12 @@ pytestmark = pytest.mark.slow  # a JVM of its own: the configuration is read onc
 # Each line logged through the named logger at WARN, and whether the console shows it.
 LINES = [
     ("org.apache.spark.storage.BlockManager", "Block rdd_12_0 already exists on this machine; not re-adding it", False),
-    ("org.apache.spark.storage.BlockManager", "Block rdd_12_0 could not be removed as it was not found", True),
+    (
+        "org.apache.spark.storage.BlockManager",
+        "Block rdd_12_0 could not be removed as it was not found on disk or in memory",
+        False,
+    ),
+    ("org.apache.spark.storage.BlockManager", "Block rdd_12_0 replicated to only 0 peer(s) instead of 1 peers", True),
     (
         "org.apache.spark.storage.BlockManager",
         "Putting block rdd_7_0 failed due to exception org.apache.spark.api.python.PythonException: "

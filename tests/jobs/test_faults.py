@@ -117,6 +117,22 @@ def test_a_fault_inside_a_task_ends_in_one_line_without_traces(tmp_path):
     assert not os.path.exists(tmp_path / "g")
 
 
+def test_a_fault_in_one_of_many_tasks_is_the_only_word(tmp_path):
+    """A corrupt block read by one task of many: Spark kills the others, whose workers' closed
+    sockets and never-stored blocks say nothing (wikigame_spark/quiet_daemon.py, the log profile)."""
+    from tests.conftest import LTG
+
+    data = bytearray(open(LTG, "rb").read())
+    data[300_000] ^= 0xFF
+    dump = tmp_path / "flipped-pages-articles.xml.bz2"
+    dump.write_bytes(bytes(data))
+    env = job_env(f"sqlite:///{tmp_path}/m.db")
+    argv = ["--input", str(dump), "--output", str(tmp_path / "g"), "--task-bytes", "50000"]
+    done = run_job("build_wikipedia", *argv, env=env, process=True)
+    done.refused(f"{dump} [bytes ", "corrupt bzip2 block near byte")
+    assert done.err.splitlines()[:-1] == ["WARNING: Using incubator modules: jdk.incubator.vector"], done.err
+
+
 def test_output_checks_on_relative_paths(tmp_path, monkeypatch):
     from wikigame_spark import preflight
 
