@@ -123,6 +123,15 @@ def read_json(spark: SparkSession, path: str) -> dict:
     return json.loads(read_text(spark, path))
 
 
+def file_digest(path: str, algorithm: str = "sha256") -> str:
+    """A local file's digest in hex, read in 4 MiB blocks (a model's weights, a mapped file)."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def manifest_sha1(manifest: dict) -> str:
     """The digest that names an output by its manifest (games and play runs record their graph's)."""
     return hashlib.sha1(json.dumps(manifest, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

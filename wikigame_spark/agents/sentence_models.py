@@ -28,6 +28,8 @@ import threading
 import zipfile
 from dataclasses import dataclass
 
+from wikigame_spark import io
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _BUNDLED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 QUERY_PROMPTS = ("query",)
@@ -87,14 +89,6 @@ def _part_paths(model: SplitModel) -> list[str] | None:
     return paths
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def publish_once(dest: str, build) -> str:
     """The folder ``dest``, made the first time by ``build(tmp)`` in a temporary folder beside it
     and renamed into place: one process per machine at a time, the others wait and then read it.
@@ -125,7 +119,7 @@ def unpack_split_model(model: SplitModel, parts: list[str], root: str) -> str:
             z.extractall(tmp)
         os.remove(joined)
         folder = os.path.join(tmp, model.folder)
-        got = _sha256(os.path.join(folder, model.weights))
+        got = io.file_digest(os.path.join(folder, model.weights))
         if got != model.sha256:
             raise ValueError(
                 f"{model.name}: {model.weights} in packages {', '.join(model.packages)} has SHA-256 {got}, "

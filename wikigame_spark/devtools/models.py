@@ -9,13 +9,13 @@ remembered beside it (the file's path, size and modification time).
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.util
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from wikigame_spark import io
 from wikigame_spark.session import PROJECT_DIR
 
 CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "wikigame-spark", "models")
@@ -57,14 +57,6 @@ def _package_dir(module: str, model: BundledModel) -> str:
     return next(iter(spec.submodule_search_locations))
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _checked(model: BundledModel, path: str) -> str:
     """``path``, once its bytes are the published ones; the check is remembered beside the cache."""
     os.makedirs(CACHE, exist_ok=True)
@@ -79,7 +71,7 @@ def _checked(model: BundledModel, path: str) -> str:
                     return path
         except (OSError, ValueError):
             pass
-        found = _sha256(path) if stat.st_size == model.size else f"{stat.st_size} bytes"
+        found = io.file_digest(path) if stat.st_size == model.size else f"{stat.st_size} bytes"
         if found != model.sha256:
             raise ModelMissing(f"{model.name}: {path} is not the published file (sha256 {model.sha256}, found {found})")
         with open(marker, "w", encoding="utf-8") as f:

@@ -70,14 +70,6 @@ def _dataset(path: str) -> ds.Dataset:
     return ds.dataset(p, filesystem=fs, format=io.parquet_format())
 
 
-def _sha1(path: str) -> str:
-    digest = hashlib.sha1()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _write_texts(nodes: ds.Dataset, n: int, column: str, folder: str, name: str, batch_rows: int) -> None:
     """``name.offsets.npy`` (int64, n + 1) and ``name.bytes`` from a string column, in id order.
 
@@ -251,7 +243,7 @@ def ensure_folder(spark: SparkSession, uri: str, made_from: dict, build: Callabl
         os.makedirs(local, exist_ok=True)
         counts = build(local)
         files = {
-            name: {"bytes": os.path.getsize(f"{local}/{name}"), "sha1": _sha1(f"{local}/{name}")}
+            name: {"bytes": os.path.getsize(f"{local}/{name}"), "sha1": io.file_digest(f"{local}/{name}", "sha1")}
             for name in sorted(os.listdir(local))
         }
         manifest = {"kind": "mapped", "version": VERSION, "made_from": made_from, "files": files, **counts}
