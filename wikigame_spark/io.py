@@ -209,18 +209,27 @@ def publish(spark: SparkSession | None, staging: str, path: str) -> None:
     log.info("%s: replaced; kept inside it: %s", path, ", ".join(kept))
 
 
+def folder_manifest(store: Storage, directory: str) -> dict | None:
+    """An output folder's manifest as found: None when it has none, ``{}`` when it is not a JSON
+    object (someone else's ``manifest.json``)."""
+    path = layout.manifest(directory)
+    if not store.exists(path):
+        return None
+    try:
+        found = json.loads(store.read_text(path))
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def others_inside(store: Storage, path: str, new: list[str]) -> list[str]:
     """The names in the output folder ``path`` that are not its own: neither among the ``new``
     output's names nor recorded by its manifest (tables, files), nor its manifest, nor a checksum
     file of one of those (Hadoop's ``.NAME.crc``). Other hidden names (another job's staging
     folders) are others too. A folder without a manifest has no others: it is replaced whole."""
-    if not store.exists(layout.manifest(path)):
+    manifest = folder_manifest(store, path)
+    if manifest is None:
         return []  # no record of its own: replaced whole (a job replaces only such a folder of its own)
-    try:
-        manifest = json.loads(store.read_text(layout.manifest(path)))
-    except ValueError:
-        manifest = None
-    manifest = manifest if isinstance(manifest, dict) else {}
     recorded = [*manifest.get(CONTENTS, {}), *(f for f in manifest.get("files", []) if isinstance(f, str))]
     own = set(new) | {MANIFEST} | {name.split("/", 1)[0] for name in recorded}
     own |= {f".{name}.crc" for name in own}

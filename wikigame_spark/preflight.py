@@ -203,8 +203,7 @@ def check_output(
     if fs.exists(p) and not fs.is_dir(p):
         raise PreflightError(f"{flag} {path}: is a file, not a folder")
     for source in sources:
-        where = absolute(source.split("*", 1)[0]).rstrip("/")
-        if p.startswith(where + "/"):
+        if p.startswith(_input_root(source) + "/"):
             raise PreflightError(f"{flag} {path}: inside the input {source}; write the {what} to another folder")
     if fs.exists(p):
         check_replaceable(fs, p, flag, what, kind, inputs, resumable=finished)
@@ -218,17 +217,9 @@ def check_output(
         raise PreflightError(f"{flag} {path}: cannot write under {where}: {_reason(e)}") from e
 
 
-def _manifest_kind(fs: Storage, directory: str) -> str | None:
-    """The ``kind`` an output folder's manifest names ("" for a manifest that names none or is not
-    JSON), or None when it has no manifest."""
-    path = layout.manifest(directory)
-    if not fs.exists(path):
-        return None
-    try:
-        found = json.loads(fs.read_text(path))
-    except ValueError:
-        return ""
-    return str(found.get("kind") or "") if isinstance(found, dict) else ""
+def _input_root(source: str) -> str:
+    """An input's path as a folder prefix: absolute, without a glob's pattern part."""
+    return absolute(source.split("*", 1)[0]).rstrip("/")
 
 
 def check_replaceable(
@@ -239,13 +230,14 @@ def check_replaceable(
     holding none of the job's ``inputs``. A folder of other files, another kind of output, the
     folder of a dump or snapshot (or one above it) is never replaced, ``--overwrite`` or not."""
     for source in inputs:
-        where = absolute(source.split("*", 1)[0]).rstrip("/")
+        where = _input_root(source)
         if where == path or where.startswith(path.rstrip("/") + "/"):
             raise PreflightError(f"{flag} {path}: holds the input {source}; write the {what} to another folder")
     names = [n for n in fs.names(path) if not n.startswith(".")]
     if not names:
         return
-    found = _manifest_kind(fs, path)
+    manifest = io.folder_manifest(fs, path)
+    found = None if manifest is None else str(manifest.get("kind") or "")
     if found is None and resumable and all(n.startswith(layout.CHUNK_PREFIX) for n in names):
         return  # an unfinished play run: resumed
     if found is None:

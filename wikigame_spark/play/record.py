@@ -211,11 +211,14 @@ def written_chunk(spark: SparkSession, output: str, chunk: int) -> dict | None:
     return io.read_json(spark, path) if io.exists(spark, path) else None
 
 
+def _never_answered():
+    """A plays row whose server never answered (:data:`SERVER_FAILURES`): a game still to play."""
+    return F.col("outcome").isin(*SERVER_FAILURES)
+
+
 def unanswered(plays: DataFrame, answered: bool = False) -> DataFrame:
-    """The plays whose server never answered (:data:`SERVER_FAILURES`), games still to play; or,
-    with ``answered``, all the others."""
-    never = F.col("outcome").isin(*SERVER_FAILURES)
-    return plays.filter(~never if answered else never)
+    """The plays whose server never answered, games still to play; or, with ``answered``, all the others."""
+    return plays.filter(~_never_answered() if answered else _never_answered())
 
 
 def write_chunk(
@@ -227,7 +230,8 @@ def write_chunk(
     with io.staged_output(spark, PlaysDir(output).chunk(chunk), overwrite=replace) as staging:
         io.write_table(plays, PlaysDir.plays(staging), PLAYS)
         written = spark.read.schema(PLAYS).parquet(PlaysDir.plays(staging))
-        count, missing = written.count(), unanswered(written).count()
+        never = F.sum(_never_answered().cast("long"))
+        count, missing = written.agg(F.count("*"), F.coalesce(never, F.lit(0))).first()
         manifest = {"kind": CHUNK_KIND, "chunk": chunk, "games": count, "unanswered": missing}
         io.write_json(spark, layout.manifest(staging), {**manifest, "made_by": made_by} if made_by else manifest)
     return count
