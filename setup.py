@@ -29,7 +29,11 @@ setup(
     packages=find_packages(include=["wikigame_spark", "wikigame_spark.*"]),
     # the packages sit in the project folder: an editable install is then a plain path entry
     package_dir={"": "."},
-    package_data={"wikigame_spark": ["log4j2.properties"], "wikigame_spark.human": ["templates/*.html"]},
+    package_data={
+        "wikigame_spark": ["log4j2.properties"],
+        "wikigame_spark.human": ["templates/*.html"],
+        "wikigame_spark.devtools": ["licences/*.LICENSE"],
+    },
     python_requires=">=3.10",
     install_requires=[
         "pyspark>=4.0,<4.2",

@@ -22,15 +22,26 @@ per game and outcomes. Tracing (``--sections tracing``): the same games with eve
 stand-in with no latency (the worst case: a step costs only the client's work and the trace's) and
 with ``--latency``: seconds per game both ways and milliseconds per trace written.
 
+Bundled models (``--sections models``): each bundled model the machine has (``--models``; Qwen only
+once its part packages are installed) plays the same games as each agent — ``llm`` free (the
+paper's), ``llm`` constrained (grammar), ``likelihood`` — and prints steps per minute. On llama.cpp's
+own server, whose log times every request, the free runs also say where the time goes (prompt
+evaluation against generation) and how many prompt tokens a step evaluates with the server's prefix
+cache (``cache_prompt``, the default: the paper's conversation repeats its opening at every step and
+each follow-up extends the step's conversation) and without it (``--no-prefix-reuse``); one slot with
+one request in flight against two slots with two (what two Spark tasks of one request each send);
+and the cost of the paper's 200-title cap: one step offering 50 titles against 200.
+
     python bench/bench_llm.py [--games 8] [--concurrency 8] [--max-steps 3] [--engines python native]
-        [--latency 1.0] [--max-tokens N] [--sections concurrency likelihood constrained tracing]
-        [--likelihood-links 50 200] [--likelihood-steps 3]
+        [--latency 1.0] [--max-tokens N] [--sections concurrency likelihood constrained tracing models]
+        [--likelihood-links 50 200] [--likelihood-steps 3] [--models smollm2-135m-instruct ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -45,6 +56,7 @@ from bench.bench_play import build_real
 from wikigame_spark.agents.base import StepRequest
 from wikigame_spark.agents.likelihood import LikelihoodAgent
 from wikigame_spark.agents.llm import LlmAgent
+from wikigame_spark.devtools import models
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.devtools.local_server import ENGINES, NATIVE, PYTHON, LlamaServer
@@ -66,6 +78,7 @@ def main() -> None:
     p.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     p.add_argument("--likelihood-links", type=int, nargs="+", default=[50, 200], help="links offered per step")
     p.add_argument("--likelihood-steps", type=int, default=3, help="steps timed per setting")
+    p.add_argument("--models", nargs="+", default=installed_models(), help="bundled models (default: installed)")
     args = p.parse_args()
     from wikigame_spark.session import build_session
 
@@ -84,6 +97,9 @@ def main() -> None:
                 constrained(games, graph, server, args)
     if "tracing" in args.sections:
         tracing(games, graph, args)
+    if "models" in args.sections:
+        for name in args.models:
+            bundled_model(name, games, graph, args)
     if "concurrency" not in args.sections:
         return
     for engine in args.engines:
@@ -96,7 +112,115 @@ def main() -> None:
             compare(f"hosted-API stand-in ({args.latency:.1f} s per request)", games, graph, server.url, "any", args)
 
 
-SECTIONS = ("concurrency", "likelihood", "constrained", "tracing")
+SECTIONS = ("concurrency", "likelihood", "constrained", "tracing", "models")
+
+
+def installed_models() -> list[str]:
+    """The bundled models whose packages are installed here."""
+    found = []
+    for name, model in models.MODELS.items():
+        try:
+            model.path()
+        except models.ModelMissing:
+            continue
+        found.append(name)
+    return found
+
+
+_PROMPT = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+_GENERATION = re.compile(r"(?<!prompt )eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+
+
+def server_timings(log_path: str, start: int) -> dict:
+    """llama-server's own timing of the requests it logged after byte ``start``: prompt tokens
+    evaluated (not those its prefix cache held) and milliseconds, tokens generated and milliseconds."""
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        f.seek(start)
+        text = f.read()
+    prompt = [(float(ms), int(n)) for ms, n in _PROMPT.findall(text)]
+    generation = [(float(ms), int(n)) for ms, n in _GENERATION.findall(text)]
+    return {
+        "prompt_ms": sum(ms for ms, _ in prompt),
+        "prompt_tokens": sum(n for _, n in prompt),
+        "generation_ms": sum(ms for ms, _ in generation),
+        "generated": sum(n for _, n in generation),
+    }
+
+
+def timed_play(agent, games, graph, args, label: str, model: str) -> tuple[list[dict], float]:
+    start = time.perf_counter()
+    rows = play_games(games, graph, agent, args.max_steps, label, model)
+    return rows, time.perf_counter() - start
+
+
+def per_minute(rows: list[dict], seconds: float) -> str:
+    steps, queries = sum(r["steps"] for r in rows), sum(r["queries"] for r in rows)
+    outcomes = dict(sorted(Counter(r["outcome"] for r in rows).items()))
+    return (
+        f"{steps / seconds * 60:.1f} steps/min, {queries / seconds * 60:.1f} queries/min "
+        f"({seconds:.0f} s, {steps} steps, {queries} queries); outcomes {outcomes}"
+    )
+
+
+def bundled_model(name: str, games: list[dict], graph: WorkerGraph, args) -> None:
+    """One bundled model, each agent on the same games; on llama-server, where the time goes."""
+    llm = {"model": name, "max_titles": args.max_titles, "timeout": 3600, "max_tokens": args.max_tokens}
+    logs = os.path.join(ROOT, ".cache", "bench-llm")
+    os.makedirs(logs, exist_ok=True)
+    free = {}
+    for parallel in (1, 2):
+        log = os.path.join(logs, f"{name}-native-{parallel}.log")
+        with LlamaServer(engine=NATIVE, parallel=parallel, model=name, log_path=log) as server:
+            ways = [("free", {})] + (
+                [("free, no prefix cache", {"no_prefix_reuse": True}), ("constrained", {"constrained": "grammar"})]
+                if parallel == 1
+                else []
+            )
+            for way, options in ways:
+                settings = LlmAgent.configure(**llm, **options, base_url=server.base_url, concurrency=parallel)
+                start = os.path.getsize(log)
+                rows, seconds = timed_play(LlmAgent(graph, settings, {}), games, graph, args, "llm", name)
+                t = server_timings(log, start)
+                steps = max(sum(r["steps"] for r in rows), 1)
+                sent = sum(r["prompt_tokens"] for r in rows)
+                busy = t["prompt_ms"] + t["generation_ms"]
+                if way == "free":
+                    free[parallel] = seconds
+                rate = lambda n, ms: n / max(ms, 1e-9) * 1000  # noqa: E731
+                print(
+                    f"{name}, llm {way}, native engine {parallel} slot(s), {parallel} request(s) in flight: "
+                    f"{per_minute(rows, seconds)}; prompt tokens per step {sent / steps:.0f} sent, "
+                    f"{t['prompt_tokens'] / steps:.0f} evaluated; server time {busy / 1000:.0f} s: prompt "
+                    f"{t['prompt_ms'] / max(busy, 1e-9):.0%} ({rate(t['prompt_tokens'], t['prompt_ms']):.0f} tok/s), "
+                    f"generation {t['generation_ms'] / max(busy, 1e-9):.0%} "
+                    f"({rate(t['generated'], t['generation_ms']):.1f} tok/s)"
+                )
+            if parallel == 1:
+                title_cap(name, graph, games, server, llm, log)
+    print(f"{name}, llm free: two slots and two requests in flight {free[1] / free[2]:.2f}x one slot's speed")
+    with LlamaServer(engine=PYTHON, model=name, log_path=os.path.join(logs, f"{name}-python.log")) as server:
+        settings = LikelihoodAgent.configure(**llm, base_url=server.base_url)
+        rows, seconds = timed_play(LikelihoodAgent(graph, settings, {}), games, graph, args, "likelihood", name)
+        tokens = sum(r["prompt_tokens"] for r in rows) / max(sum(r["steps"] for r in rows), 1)
+        print(f"{name}, likelihood, python engine: {per_minute(rows, seconds)}; {tokens:.0f} prompt tokens per step")
+
+
+def title_cap(name: str, graph: WorkerGraph, games: list[dict], server: LlamaServer, llm: dict, log: str) -> None:
+    """One step offering 50 titles against 200 (the paper's cap), the same pages: prompt tokens and time."""
+    for links in (50, 200):
+        settings = LlmAgent.configure(**{**llm, "max_titles": links}, base_url=server.base_url, max_retries=0)
+        agent = LlmAgent(graph, settings, {})
+        g = games[0]
+        others = np.setdiff1d(np.arange(graph.num_nodes), [g["source"]])[:links]
+        start = os.path.getsize(log)
+        began = time.perf_counter()
+        choice = agent.choose([StepRequest(0, 0, int(g["source"]), int(g["target"]), others, [int(g["source"])])])[0]
+        seconds = time.perf_counter() - began
+        t = server_timings(log, start)
+        print(
+            f"{name}, one step offering {links} titles: {choice.prompt_tokens} prompt tokens, "
+            f"{t['prompt_tokens']} evaluated in {t['prompt_ms'] / 1000:.1f} s, {seconds:.1f} s in all"
+        )
 
 
 def likelihood(games: list[dict], graph: WorkerGraph, server: LlamaServer, args) -> None:

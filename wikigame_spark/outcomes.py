@@ -27,3 +27,8 @@ TIME_LIMIT = "time_limit"
 # The server never answered (no_response): says nothing of the player, so it stays out of a
 # success rate's denominator.
 SERVER_FAILURES = (NO_RESPONSE,)
+
+# Why a game was lost, as the report groups the losses: no usable answer after the paper's follow-ups
+# (the answer's form), against valid moves every step that never reached the target (the route).
+FORMATTING = (HALLUCINATION, NO_ANSWER)
+NAVIGATION = (DEAD_END, STEP_LIMIT, LOOP)

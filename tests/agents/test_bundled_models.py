@@ -4,6 +4,9 @@ real games; a bundled model's file is the published one or refused."""
 import dataclasses
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 import urllib.request
 
 import pyarrow.parquet as pq
@@ -13,7 +16,8 @@ from tests.conftest import LLAMA_THREADS
 from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.devtools import models
 from wikigame_spark.devtools.games import write_games
-from wikigame_spark.devtools.local_server import ENGINES, GGUF_TEMPLATE, NATIVE, LlamaServer
+from wikigame_spark.devtools.local_server import ENGINES, GGUF_TEMPLATE, NATIVE, LlamaServer, free_port
+from wikigame_spark.session import PROJECT_DIR
 
 LLM_OUTCOMES = {"success", "step_limit", "dead_end", "loop", "hallucination", "bad_request", "no_response"}
 
@@ -41,6 +45,8 @@ def test_smollm2_is_served_by_name_with_its_template_and_plays(ltg_graph, tmp_pa
             "--model", name, "--base-url", server.base_url, "--max-steps", "2", "--max-titles", "20",
             "--max-tokens", "64", "--timeout", "120",
         ]  # fmt: skip
+        if engine != NATIVE:  # the server's prefix cache off (llama.cpp's cache_prompt), as the benchmark asks
+            argv.append("--no-prefix-reuse")
         done = run_job("play_games", *argv, env=job_env(f"sqlite:///{tmp_path}/mlflow.db"))
     assert done.rc == 0, done.err[-3000:]
     plays = pq.read_table(str(tmp_path / "plays" / "part-000000" / "plays")).to_pandas()
@@ -73,5 +79,25 @@ def test_qwen_is_joined_from_its_parts_once_and_checked(tmp_path, monkeypatch):
     assert path == str(tmp_path / models.QWEN.file) and open(path, "rb").read(4) == b"GGUF"
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == [
         models.QWEN.file,
+        f"{models.QWEN.file}.LICENSE",  # Qwen's notice, which its part packages lack
         f"{models.QWEN.name}.checked.json",
     ]
+    assert "Copyright 2024 Alibaba Cloud" in (tmp_path / f"{models.QWEN.file}.LICENSE").read_text()
+
+
+def test_the_server_runs_a_command_against_itself_and_passes_on_its_status(tmp_path):
+    """``local_server -- COMMAND`` (how ``make demo`` plays each model): the command sees the server
+    at OPENAI_BASE_URL, the server stops after it, and the command's exit status is the server's."""
+    ask = (
+        "import json, os, sys, urllib.request; "
+        "url = os.environ['OPENAI_BASE_URL'] + '/models'; "
+        "print('served:', *[m['id'] for m in json.load(urllib.request.urlopen(url))['data']]); sys.exit(3)"
+    )
+    argv = ["--port", str(free_port()), "--model", models.SMOLLM2.name, "--", sys.executable, "-c", ask]
+    done = subprocess.run(
+        [sys.executable, "-m", "wikigame_spark.devtools.local_server", *argv],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert f"served: {models.SMOLLM2.name}" in done.stdout
+    assert f"serving {models.SMOLLM2.name} at http://127.0.0.1:" in done.stdout

@@ -120,7 +120,7 @@ def test_options_of_another_agent_are_refused():
 
     with pytest.raises(ConfigError, match="json_schema cannot hold"):
         ReasoningAgent.check_options(LlmOptions(constrained="json_schema"))
-    with pytest.raises(ConfigError, match="only apply to --agent likelihood"):
+    with pytest.raises(ConfigError, match="only applies to --agent likelihood"):
         LlmAgent.check_options(LlmOptions(length_normalise=True))
     with pytest.raises(ConfigError, match="only applies to --agent llm or reasoning"):
         LikelihoodAgent.check_options(LlmOptions(constrained="grammar"))

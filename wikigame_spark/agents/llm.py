@@ -90,7 +90,7 @@ class LlmOptions(AgentOptions):
     )
     length_normalise: bool = option(False, "likelihood: rank titles by mean log-prob per token (default: the sum)")
     no_prefix_reuse: bool = option(
-        False, "likelihood: the server evaluates every candidate's whole prompt (benchmarks)", plays=False
+        False, "the server evaluates every prompt whole, no cached prefix (benchmarks)", plays=False
     )
     max_server_failures: int = option(3, "games in a row ending no_response that stop the run (0: never)", plays=False)
     trace_games: int = option(
@@ -105,6 +105,13 @@ class LlmOptions(AgentOptions):
             raise ConfigError(
                 f"constrained: must be one of {', '.join(CONSTRAINTS)} (or empty), got {self.constrained!r}"
             )
+
+    def run_name_parts(self) -> tuple[str, ...]:
+        """A run's default name tells apart the ways one model plays: its answer constrained, the links
+        pre-ranked, titles ranked by mean log-prob."""
+        parts = (self.constrained,) if self.constrained else ()
+        parts += (f"top{self.top_k}",) if self.top_k else ()
+        return parts + (("mean-logprob",) if self.length_normalise else ())
 
     @property
     def ranking_model(self) -> str:
@@ -134,10 +141,8 @@ class LlmAgent(Agent):
     @classmethod
     def check_options(cls, options: LlmOptions) -> None:
         """Refuse the options of the family that are not this agent's."""
-        if options.length_normalise or options.no_prefix_reuse:
-            raise ConfigError(
-                "length_normalise (--length-normalise) and no_prefix_reuse only apply to --agent likelihood"
-            )
+        if options.length_normalise:
+            raise ConfigError("length_normalise (--length-normalise) only applies to --agent likelihood")
         if options.constrained == "json_schema" and cls.reasoning:
             raise ConfigError("constrained: json_schema cannot hold the reasoning agent's <answer> tags; use grammar")
 
@@ -202,14 +207,16 @@ class LlmAgent(Agent):
                     "rerun with the same --run-name to resume"
                 )
 
-    def _constraint(self, titles: list[str]) -> dict | None:
-        """The request fields that restrict the answer to ``titles`` (None: the paper's free answer)."""
+    def _extra(self, titles: list[str]) -> dict | None:
+        """Request fields beyond the paper's: the answer restricted to ``titles``, the server's prefix
+        cache off (llama.cpp's ``cache_prompt``); None for neither."""
+        extra = {"cache_prompt": False} if self.opts.no_prefix_reuse else {}
         if self.opts.constrained == "grammar":
-            return {"grammar": prompts.answer_grammar(titles, self.reasoning)}
+            extra["grammar"] = prompts.answer_grammar(titles, self.reasoning)
         if self.opts.constrained == "json_schema":
             schema = {"name": "wikigame_choice", "strict": True, "schema": prompts.answer_schema(titles)}
-            return {"response_format": {"type": "json_schema", "json_schema": schema}}
-        return None
+            extra["response_format"] = {"type": "json_schema", "json_schema": schema}
+        return extra or None
 
     def _offered(self, r: StepRequest) -> list[int]:
         offered = r.offered
@@ -249,13 +256,13 @@ class LlmAgent(Agent):
             )
 
         reply = None
-        constraint = self._constraint(titles)
+        extra = self._extra(titles)
         for _ in range(1 + self.max_retries):
             query = Query(messages, time.time_ns())
             if step is not None:
                 step.queries.append(query)
             try:
-                reply = self.client.chat(messages, constraint)
+                reply = self.client.chat(messages, extra)
             except (BadRequest, NoResponse) as e:
                 query.ended_ns, query.error = time.time_ns(), str(e)[:500]
                 return ended(None, BAD_REQUEST if isinstance(e, BadRequest) else NO_RESPONSE, query.error)

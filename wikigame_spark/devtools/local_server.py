@@ -39,7 +39,10 @@ path), they do not play the game. Runs made with it are labelled so
 (``wikigame_spark.evaluation.evaluate.PLUMBING_MODELS``).
 
     python -m wikigame_spark.devtools.local_server --port 8080 [--model smollm2-135m-instruct]
-        [--engine native --parallel 8]
+        [--engine native --parallel 8] [-- COMMAND ...]
+
+With a command after ``--``, the server runs it once it is ready, with ``OPENAI_BASE_URL`` set to
+its address, then stops and exits with the command's status (``make demo`` plays each model so).
 """
 
 from __future__ import annotations
@@ -382,11 +385,19 @@ def main() -> None:
     p.add_argument("--engine", choices=ENGINES, default=PYTHON)
     p.add_argument("--model", choices=list(models.MODELS), default=MODEL_ALIAS, help="the bundled model to serve")
     p.add_argument("--parallel", type=int, default=1, help="requests decoded together (native engine)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="after --: run it against the server, then stop")
     args = p.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     # `kill` (as `make demo` does when it is done) must stop the server process too, not orphan it.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         with LlamaServer(args.port, args.n_ctx, engine=args.engine, parallel=args.parallel, model=args.model) as server:
+            if command:
+                print(f"serving {server.model} at {server.base_url} to: {' '.join(command)}", flush=True)
+                with contextlib.suppress(KeyboardInterrupt):
+                    rc = subprocess.call(command, env={**os.environ, "OPENAI_BASE_URL": server.base_url})
+                    sys.exit(128 - rc if rc < 0 else rc)
+                sys.exit(130)
             print(f"serving {server.model} at {server.base_url} (Ctrl-C to stop)", flush=True)
             with contextlib.suppress(KeyboardInterrupt):
                 server.proc.wait()

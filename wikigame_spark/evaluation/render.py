@@ -22,6 +22,7 @@ from wikigame_spark.document import Document, fmt
 from wikigame_spark.evaluation import bands, figures, loops, protocols, routes, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
 from wikigame_spark.evaluation.fits import MIN_FIT_GAMES
+from wikigame_spark.outcomes import FORMATTING, NAVIGATION
 
 KIND_TAG = "wikigame.kind"
 KIND = "report"  # the manifest's and the tag's
@@ -209,6 +210,13 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         figures.outcome_stacks(wide_outcomes, graphs),
         "Fig 15 · How each agent's games ended: the fraction of games with each outcome (success first).",
     )
+    doc.para(
+        "Why games were lost: formatting (no usable answer after the paper's follow-ups: "
+        f"{', '.join(FORMATTING)}) against navigation (valid moves that never reached the target: "
+        f"{', '.join(NAVIGATION)}); other: the server's or a person's outcomes. Fractions of each "
+        "agent's games."
+    )
+    doc.table(tables.loss_table(ev.outcomes, labels, graphs).rename(columns={tables.LABEL: "agent"}))
     if ev.bands is not None:
         bands.render(doc, ev.bands, labels, graphs)
     if ev.loops is not None:
@@ -228,6 +236,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
     files["tables/table4_success.csv"] = csv(ev.success)
     files["tables/table5_steps_above_optimal.csv"] = csv(ev.steps)
     files["tables/outcomes.csv"] = csv(ev.outcomes)
+    files["tables/losses.csv"] = csv(tables.loss_table(ev.outcomes, ev.labels, ev.graphs))
     files["tables/fits.csv"] = csv(ev.fit_table)
     files["tables/steps_above_optimal_counts.csv"] = csv(ev.extra)
     extra_tables = {"bands": ev.bands, "loops": ev.loops, **ev.routes.tables()}

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wikigame_spark.document import is_missing, rounded
-from wikigame_spark.outcomes import SERVER_FAILURES, SUCCESS
+from wikigame_spark.outcomes import FORMATTING, NAVIGATION, SERVER_FAILURES, SUCCESS
 from wikigame_spark.schemas import AGENT, MODEL, OUTCOME, STEPS, require_columns
 
 LABEL = "label"
@@ -134,6 +134,18 @@ def outcome_table(outcomes: pd.DataFrame) -> pd.DataFrame:
     totals = out.groupby(GROUP)[GAMES].transform("sum")
     out["fraction"] = out[GAMES] / totals
     return out
+
+
+def loss_table(outcomes: pd.DataFrame, labels: list[str], graphs: list[str]) -> pd.DataFrame:
+    """Each group's games split into won, lost to formatting (no usable answer), lost to navigation
+    (valid moves that never arrived) and other (the server, a person): fractions of its games."""
+    share = lambda kinds: outcomes[outcomes[OUTCOME].isin(kinds)].groupby(GROUP)["fraction"].sum()  # noqa: E731
+    table = outcomes.groupby(GROUP)[GAMES].sum().to_frame()
+    for name, kinds in (("success", (SUCCESS,)), ("formatting", FORMATTING), ("navigation", NAVIGATION)):
+        table[name] = share(kinds).reindex(table.index, fill_value=0.0)
+    table["other"] = (1 - table[["success", "formatting", "navigation"]].sum(axis=1)).clip(lower=0.0)
+    keys = [(label, g) for label in labels for g in graphs if (label, g) in table.index]
+    return table.reindex(pd.MultiIndex.from_tuples(keys, names=GROUP)).reset_index()
 
 
 def label_order(success: pd.DataFrame) -> list[str]:
