@@ -8,10 +8,11 @@ import json
 import os
 
 import pyarrow.parquet as pq
+import pytest
 
 from jobs import build_openalex, graph_stats, play_games, report, sample_games
 from tests.conftest import LLAMA_THREADS
-from wikigame_spark.devtools.local_server import LlamaServer
+from wikigame_spark.devtools.local_server import MODEL_ALIAS, LlamaServer
 from wikigame_spark.devtools.openalexgen import TEMPLATE_2025, Spec, generate
 
 EXPERIMENT = "end-to-end"
@@ -21,12 +22,12 @@ REAL_WORK = "W2741809807"
 CAP = 48  # completion tokens per LLM request in these tests
 
 
-def chat_server(tmp_path_factory) -> LlamaServer:
+def chat_server(tmp_path_factory, model: str = MODEL_ALIAS) -> LlamaServer:
     """The local server for games without the likelihood agent: logits for the last prompt token
     only (with every token's, llama-cpp-python computes and copies each one's output row, about
     2.5 times the CPU per reply)."""
     log = str(tmp_path_factory.mktemp("llama") / "server.log")
-    return LlamaServer(logits_all=False, threads=LLAMA_THREADS, log_path=log)
+    return LlamaServer(logits_all=False, threads=LLAMA_THREADS, log_path=log, model=model)
 
 
 AGENT_OUTCOMES = {"success", "step_limit", "dead_end"}
@@ -165,16 +166,16 @@ def run_report(out: str) -> tuple[str, dict]:
 
 
 def check_report(md: str, summary: dict, graphs: set[str], run_names: set[str]) -> None:
-    """Both graphs named, Fig 4 across them, the base model's runs as plumbing checks only, and
-    the inputs of every run listed."""
+    """Both graphs named, Fig 4 across them, every agent's lost games split by cause, and the
+    inputs of every run listed."""
     named = {row["graph"] for row in summary["success"]}
     assert graphs <= named, named
     assert "figures/fig4_success_across_graphs.png" in summary["figures"]
     assert all(g in md for g in graphs)
-    plumbing = summary["plumbing_outcome_counts"]
-    assert plumbing and all("plumbing check" in row["agent"] for row in plumbing)
-    assert not any("plumbing" in row["label"] for row in summary["success"])  # no success rate for them
-    assert "Plumbing checks (base models)" in md
+    groups = lambda table: {(r["label"], r["graph"]) for r in summary[table]}  # noqa: E731
+    assert groups("losses") == groups("success")
+    for row in summary["losses"]:
+        assert row["success"] + row["formatting"] + row["navigation"] + row["other"] == pytest.approx(1)
     inputs = {row["run_name"]: row for row in summary["run_inputs"]}
     assert run_names <= set(inputs), sorted(inputs)
     check_route_sections(md, summary, graphs)
@@ -203,3 +204,25 @@ def check_route_sections(md: str, summary: dict, graphs: set[str]) -> None:
         assert 0 <= row["mcnemar_p"] <= row["mcnemar_p_holm"] <= 1
     assert {r["label"] for r in summary["success"]} == {r["agent"] for r in summary["leaderboard"]}
     assert graphs <= {r["graph"] for r in summary["strata_target"]}
+
+
+def check_plumbing(md: str, summary: dict) -> None:
+    """The base model's free-text runs as plumbing checks only: outcome counts, no success rate."""
+    plumbing = summary["plumbing_outcome_counts"]
+    assert plumbing and all("plumbing check" in row["agent"] for row in plumbing)
+    assert not any("plumbing" in row["label"] for row in summary["success"])  # no success rate for them
+    assert "Plumbing checks (base models)" in md
+
+
+def check_chat_model(summary: dict, run_name: str, graph: str, games: int) -> None:
+    """A chat model's run as a player: success with its interval, losses split into formatting and
+    navigation, and paired against TF-IDF and the embedding agent on the same games."""
+    label = next(r["agent"] for r in summary["runs"] if r["run_name"] == run_name)
+    assert "plumbing" not in label and "base model" not in label
+    row = next(r for r in summary["success"] if r["label"] == label and r["graph"] == graph)
+    assert row["games"] == games and 0 <= row["wilson_low"] <= row["success_rate"] <= row["wilson_high"] <= 1
+    losses = next(r for r in summary["losses"] if r["label"] == label and r["graph"] == graph)
+    assert losses["games"] == games and losses["success"] == pytest.approx(row["success_rate"])
+    for other in ("tfidf", "embedding: all-MiniLM-L6-v2"):
+        pairs = [r for r in summary["paired"] if {r["agent_a"], r["agent_b"]} == {label, other}]
+        assert [r["games"] for r in pairs if r["graph"] == graph] == [games]

@@ -1,8 +1,8 @@
 """End to end on OpenAlex, as a user runs it: build_openalex on a snapshot in the real 2025 schema
-(generated from the real record, plus that record itself) → graph_stats → sample_games
---target-language en → play_games (embedding, TF-IDF, random, and the LLM agent against the local
-llama.cpp server) → report. A random run on the Latgalian Wikipedia shares the experiment, so the
-report compares two graphs (Fig 4)."""
+(generated from the real record, plus that record itself) → graph_stats → sample_games --target-
+language en → play_games (embedding, TF-IDF, random, and the LLM agent: SmolLM2-135M-Instruct on the
+local llama.cpp server) → report, the chat model a player beside the others. A random run on the
+Latgalian Wikipedia shares the experiment, so the report compares two graphs (Fig 4)."""
 
 import json
 import os
@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.jobs import end_to_end as e2e
+from wikigame_spark.devtools import models
 
 GAMES = 6
 LLM_GAMES = 2
@@ -25,7 +26,7 @@ def tracking(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    with e2e.chat_server(tmp_path_factory) as server:
+    with e2e.chat_server(tmp_path_factory, models.SMOLLM2.name) as server:
         yield server
 
 
@@ -64,6 +65,7 @@ def test_openalex_through_every_stage(ltg_graph, tracking, llama, tmp_path, tmp_
 
     md, summary = e2e.run_report(str(tmp_path / "report"))
     e2e.check_report(md, summary, {"ltgwiki", e2e.FIELD}, runs)
+    e2e.check_chat_model(summary, "e2e-openalex-llm", e2e.FIELD, LLM_GAMES)
     assert all(f"success {e2e.FIELD}" in row for row in summary["leaderboard"])  # a column per graph
     for name in ("random", "embedding: all-MiniLM-L6-v2", "tfidf"):
         row = next(r for r in summary["success"] if r["label"] == name and r["graph"] == e2e.FIELD)

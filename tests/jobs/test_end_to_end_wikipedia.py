@@ -1,7 +1,7 @@
 """End to end on the complete Latgalian Wikipedia, as a user runs it: build_wikipedia → graph_stats →
-sample_games → play_games (embedding, TF-IDF, random, and the LLM agent against the local llama.cpp
-server) → report. A random run on the OpenAlex graph shares the experiment, so the report compares
-two graphs (Fig 4)."""
+sample_games → play_games (embedding, TF-IDF, random, and the LLM agent: the bundled base Gemma on
+the local llama.cpp server, a plumbing check) → report. A random run on the OpenAlex graph shares
+the experiment, so the report compares two graphs (Fig 4)."""
 
 import json
 import os
@@ -58,6 +58,7 @@ def test_latgalian_wikipedia_through_every_stage(ltg_graph, tracking, llama, tmp
 
     md, summary = e2e.run_report(str(tmp_path / "report"))
     e2e.check_report(md, summary, {"ltgwiki", e2e.FIELD}, runs)
+    e2e.check_plumbing(md, summary)  # the LLM here is the bundled base model
     pair = next(
         r
         for r in summary["paired"]

@@ -145,6 +145,7 @@ class Evaluation:
     protocols: dict[str, str] = field(default_factory=dict)  # label → protocol
     trace: pd.DataFrame = field(default_factory=pd.DataFrame)  # per run: inputs and agent identity
     plumbing: pd.DataFrame = field(default_factory=pd.DataFrame)  # outcome counts of plumbing-model runs
+    losses: pd.DataFrame = field(default_factory=pd.DataFrame)  # lost to formatting vs navigation (loss_table)
     routes: routes.Routes = field(default_factory=routes.Routes)  # from the distance profiles (routes.py)
 
     def metrics(self) -> dict[str, float]:
@@ -240,6 +241,7 @@ def evaluate(
         success=success,
         steps=steps,
         outcomes=outcomes,
+        losses=tables.loss_table(outcomes, labels, graphs),
         extra=agg.extra,
         fits=fits,
         fit_table=fit_table(fits),

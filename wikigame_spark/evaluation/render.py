@@ -216,7 +216,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
         f"{', '.join(NAVIGATION)}); other: the server's or a person's outcomes. Fractions of each "
         "agent's games."
     )
-    doc.table(tables.loss_table(ev.outcomes, labels, graphs).rename(columns={tables.LABEL: "agent"}))
+    doc.table(ev.losses.rename(columns={tables.LABEL: "agent"}))
     if ev.bands is not None:
         bands.render(doc, ev.bands, labels, graphs)
     if ev.loops is not None:
@@ -236,7 +236,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
     files["tables/table4_success.csv"] = csv(ev.success)
     files["tables/table5_steps_above_optimal.csv"] = csv(ev.steps)
     files["tables/outcomes.csv"] = csv(ev.outcomes)
-    files["tables/losses.csv"] = csv(tables.loss_table(ev.outcomes, ev.labels, ev.graphs))
+    files["tables/losses.csv"] = csv(ev.losses)
     files["tables/fits.csv"] = csv(ev.fit_table)
     files["tables/steps_above_optimal_counts.csv"] = csv(ev.extra)
     extra_tables = {"bands": ev.bands, "loops": ev.loops, **ev.routes.tables()}
@@ -257,6 +257,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
         "success": ev.success.to_dict(orient="records"),
         "steps_above_optimal": ev.steps.to_dict(orient="records"),
         "outcomes": ev.outcomes.to_dict(orient="records"),
+        "losses": ev.losses.to_dict(orient="records"),
         "fits": [{"agent": a, "graph": g, **f.to_dict()} for a, g, f in ev.fits],
         **{k: t.to_dict(orient="records") for k, t in extra_tables.items() if t is not None},
         "figures": sorted(k for k in files if k.startswith("figures/")),
