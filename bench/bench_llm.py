@@ -26,7 +26,7 @@ Bundled models (``--sections models``): each bundled model the machine has (``--
 once its part packages are installed) plays the same games as each agent — ``llm`` free (the
 paper's), ``llm`` constrained (grammar), ``likelihood`` — and prints steps per minute. On llama.cpp's
 own server, whose log times every request, the free runs also say where the time goes (prompt
-evaluation against generation) and how many prompt tokens a step evaluates with the server's prefix
+evaluation against generation) and how many prompt tokens a request evaluates with the server's prefix
 cache (``cache_prompt``, the default: the paper's conversation repeats its opening at every step and
 each follow-up extends the step's conversation) and without it (``--no-prefix-reuse``); one slot with
 one request in flight against two slots with two (what two Spark tasks of one request each send);
@@ -181,7 +181,7 @@ def bundled_model(name: str, games: list[dict], graph: WorkerGraph, args) -> Non
                 start = os.path.getsize(log)
                 rows, seconds = timed_play(LlmAgent(graph, settings, {}), games, graph, args, "llm", name)
                 t = server_timings(log, start)
-                steps = max(sum(r["steps"] for r in rows), 1)
+                queries = max(sum(r["queries"] for r in rows), 1)
                 sent = sum(r["prompt_tokens"] for r in rows)
                 busy = t["prompt_ms"] + t["generation_ms"]
                 if way == "free":
@@ -189,8 +189,8 @@ def bundled_model(name: str, games: list[dict], graph: WorkerGraph, args) -> Non
                 rate = lambda n, ms: n / max(ms, 1e-9) * 1000  # noqa: E731
                 print(
                     f"{name}, llm {way}, native engine {parallel} slot(s), {parallel} request(s) in flight: "
-                    f"{per_minute(rows, seconds)}; prompt tokens per step {sent / steps:.0f} sent, "
-                    f"{t['prompt_tokens'] / steps:.0f} evaluated; server time {busy / 1000:.0f} s: prompt "
+                    f"{per_minute(rows, seconds)}; prompt tokens per query {sent / queries:.0f} sent, "
+                    f"{t['prompt_tokens'] / queries:.0f} evaluated; server time {busy / 1000:.0f} s: prompt "
                     f"{t['prompt_ms'] / max(busy, 1e-9):.0%} ({rate(t['prompt_tokens'], t['prompt_ms']):.0f} tok/s), "
                     f"generation {t['generation_ms'] / max(busy, 1e-9):.0%} "
                     f"({rate(t['generated'], t['generation_ms']):.1f} tok/s)"
