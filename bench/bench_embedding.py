@@ -2,7 +2,7 @@
 Runtime and OpenVINO, each in float32 and with int8 weights (``--backend``, ``--int8``).
 
     python bench/bench_embedding.py [--model all-MiniLM-L6-v2] [--texts 300] [--games 300]
-        [--only speed|agreement] [--out out/bench/embedding]
+        [--only speed|agreement|models] [--out out/bench/embedding]
 
 - **Speed**: sentences per CPU-second of 1,000-character summaries cut from the real Latgalian
   text (at MiniLM's 256-token cap), each runtime in a process of its own on one thread, batches
@@ -13,6 +13,9 @@ Runtime and OpenVINO, each in float32 and with int8 weights (``--backend``, ``--
   played by the embedding agent with torch's caches. At each step of those routes the runtime's
   agent chooses from the same page: the share of moves identical to torch's. And each runtime
   plays the games itself: the share of routes identical to torch's.
+- **Models** (``--only models``): every model installed offline (MiniLM, all-mpnet-base-v2, the
+  averaged GloVe, potion-base-8M) on the default runtime, timed as above: sentences per CPU-second
+  and the ratio to MiniLM's.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ def step_speed(model: str, name: str, n_texts: int) -> dict:
 
     from bench.bench_scale import SUMMARY_CHARS, _sentences
     from wikigame_spark.agents.encoders import exported, load_encoder
+    from wikigame_spark.agents.sentence_models import is_static
 
     torch.set_num_threads(1)
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -57,25 +61,45 @@ def step_speed(model: str, name: str, n_texts: int) -> dict:
     starts = np.random.default_rng(5).integers(0, len(text) - SUMMARY_CHARS, n_texts)
     texts = [text[s : s + SUMMARY_CHARS] for s in starts]
     t = time.perf_counter()
-    if runtime.backend != "torch":
+    if runtime.backend != "torch" and not is_static(model):
         exported(model, runtime)
     export_s = time.perf_counter() - t
     encoder = load_encoder(model, runtime)
     encoder.encode(texts[:8], None, 8)  # warm: first-call allocations, kernel choice
-    cpu, wall = time.process_time(), time.perf_counter()
-    encoder.encode(texts, None, 64)
+    cpu, wall, done = time.process_time(), time.perf_counter(), 0
+    while done == 0 or time.process_time() - cpu < 2.0:  # a static model's pass takes milliseconds
+        encoder.encode(texts, None, 64)
+        done += n_texts
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    return {"runtime": name, "texts": n_texts, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
-            "sentences_per_cpu_s": round(n_texts / cpu, 2), "export_s": round(export_s, 1)}  # fmt: skip
+    return {"model": model, "runtime": encoder.runtime.name, "dimensions": encoder.st.get_embedding_dimension(),
+            "texts": done, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
+            "sentences_per_cpu_s": round(done / cpu, 2), "export_s": round(export_s, 1)}  # fmt: skip
+
+
+def timed(model: str, runtime: Runtime, n_texts: int) -> dict:
+    argv = [sys.executable, __file__, "--step", "speed", "--model", model, "--runtime", runtime.name]
+    done = subprocess.run([*argv, "--texts", str(n_texts)], capture_output=True, text=True, check=True)
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    print(json.dumps(row), flush=True)
+    return row
 
 
 def speed(model: str, n_texts: int) -> list[dict]:
-    rows = []
-    for runtime in RUNTIMES:
-        argv = [sys.executable, __file__, "--step", "speed", "--model", model, "--runtime", runtime.name]
-        done = subprocess.run([*argv, "--texts", str(n_texts)], capture_output=True, text=True, check=True)
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(json.dumps(rows[-1]), flush=True)
+    return [timed(model, runtime, n_texts) for runtime in RUNTIMES]
+
+
+def models(n_texts: int) -> list[dict]:
+    """Every model installed offline on the default runtime (a static model on torch: nothing to
+    export), the same texts, one thread each: sentences per CPU-second and the ratio to MiniLM."""
+    from wikigame_spark.agents.encoders import DEFAULT
+    from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, installed_models
+
+    rows = [timed(name, DEFAULT, n_texts) for name in installed_models()]
+    minilm = next(r["sentences_per_cpu_s"] for r in rows if r["model"] == DEFAULT_MODEL)
+    print("\n| model | runtime | dimensions | sentences / CPU-s | × MiniLM |\n| --- | --- | --- | --- | --- |")
+    for r in rows:
+        rate = r["sentences_per_cpu_s"]
+        print(f"| {r['model']} | {r['runtime']} | {r['dimensions']} | {rate:,.1f} | {rate / minilm:,.1f} |")
     return rows
 
 
@@ -161,7 +185,7 @@ def main() -> None:
     p.add_argument("--texts", type=int, default=300, help="texts timed per runtime")
     p.add_argument("--games", type=int, default=300, help="games per graph")
     p.add_argument("--out", default=OUT)
-    p.add_argument("--only", choices=("speed", "agreement"), help="run one part; the other from its last run")
+    p.add_argument("--only", choices=("speed", "agreement", "models"), help="run one part; the other from its last run")
     p.add_argument("--step", choices=("speed",), help=argparse.SUPPRESS)
     p.add_argument("--runtime", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -169,6 +193,10 @@ def main() -> None:
         print(json.dumps(step_speed(a.model, a.runtime, a.texts)))
         return
     os.makedirs(a.out, exist_ok=True)
+    if a.only == "models":
+        with open(os.path.join(a.out, "bench_embedding-models.json"), "w") as f:
+            json.dump(models(a.texts), f, indent=2)
+        return
     results = {}
     for part in ("speed", "agreement"):
         path = os.path.join(a.out, f"bench_embedding-{part}.json")

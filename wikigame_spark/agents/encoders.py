@@ -28,6 +28,7 @@ import numpy as np
 
 from wikigame_spark.agents.sentence_models import (
     encode,
+    is_static,
     load_model,
     model_cache,
     model_digest,
@@ -207,14 +208,17 @@ class Encoder:
     """Unit-length float32 embeddings, one row per text, from one model on one runtime.
 
     The exported runtimes take the texts longest first in batches, as sentence-transformers does,
-    so padding is alike in every runtime; a GPU device always embeds with torch.
+    so padding is alike in every runtime; a GPU device, and a static model (no transformer to export),
+    always embed with torch.
     """
 
     def __init__(self, model: str, runtime: Runtime, device: str = "cpu") -> None:
         self.st = load_model(model, device)
-        self.runtime = runtime if device == "cpu" else REFERENCE
-        if self.runtime != runtime:
+        self.runtime = runtime if device == "cpu" and not is_static(model) else REFERENCE
+        if self.runtime != runtime and device != "cpu":
             log.info("%s runs on the CPU only: %s embeds with torch in float32", runtime.name, device)
+        elif self.runtime != runtime:
+            log.info("%s is a static model (vectors looked up and pooled): it embeds with torch", model)
         if self.runtime.backend == TORCH:
             if self.runtime.int8:
                 self.st = _torch_int8(self.st)

