@@ -2,8 +2,8 @@
 Wikipedia and OpenAlex Medicine, from the real jobs measured here at two sizes.
 
     python bench/cost_sheet.py [--wiki-mb 60 240] [--works 200000 1600000]
-        [--graphs 25000:400000 100000:1600000] [--summaries 500 2000] [--play-games 1000 4000]
-        [--stages WORD …] [--out out/bench/cost]
+        [--graphs 25000:400000 100000:1600000] [--summaries 500 2000] [--static-summaries 20000 80000]
+        [--models all-MiniLM-L6-v2 …] [--play-games 1000 4000] [--stages WORD …] [--out out/bench/cost]
 
 Each stage is the job a user runs (``python jobs/….py``, local Spark on this machine's cores),
 each run in a process of its own, measured as a process tree: CPU seconds (every process's user
@@ -18,6 +18,9 @@ the line through the two peaks of the other processes. Inputs are real or genera
 in the real schema: the English dump's head replicated (``bench_wikipedia``), a generated
 OpenAlex snapshot (``bench_openalex``), scale-free graphs (``bench_sampling``) with 1,000-character
 summaries cut from the real Latgalian text (``bench_scale``).
+
+The embedding cache is measured for every embedding model installed offline (``--models``): a
+static model at larger sizes, where its rate shows past the job's fixed cost.
 
 Prints the sheet and writes ``OUT/cost_sheet.md`` and ``OUT/cost_sheet.json``; ``--stages`` measures
 only the stages whose names hold one of the words given (a line re-measured alone).
@@ -158,12 +161,12 @@ def sample_games(graph: str, edges: int, tracking: str) -> tuple[float, dict]:
     return float(edges), job("sample_games", "--graph", graph, "--games", "10000", "--seed", "0", tracking=tracking)
 
 
-def embed(graph: str, nodes: int, tracking: str) -> tuple[float, dict]:
-    """The embedding agent's node cache (MiniLM, the default runtime), built by play_games for a
-    few games: the cache is nearly all of the run."""
+def embed(graph: str, nodes: int, tracking: str, model: str) -> tuple[float, dict]:
+    """The embedding agent's node cache (``model`` on the default runtime), built by play_games for
+    a few games: the cache is nearly all of the run."""
     job("sample_games", "--graph", graph, "--games", "20", "--seed", "0", tracking=tracking)
-    m = job("play_games", "--graph", graph, "--agent", "embedding", "--games", "20",
-            "--output", os.path.join(graph, "plays", "embed"), tracking=tracking)  # fmt: skip
+    m = job("play_games", "--graph", graph, "--agent", "embedding", "--games", "20", "--model", model, "--output",
+            os.path.join(graph, "plays", f"embed-{model}"), tracking=tracking)  # fmt: skip
     return float(nodes), m
 
 
@@ -263,6 +266,8 @@ def main() -> None:
     p.add_argument("--works", type=int, nargs=2, default=[200_000, 1_600_000], help="snapshot works, two sizes")
     p.add_argument("--graphs", nargs=2, default=["25000:400000", "100000:1600000"], help="NODES:EDGES, two sizes")
     p.add_argument("--summaries", type=int, nargs=2, default=[500, 2000], help="nodes embedded, two sizes")
+    p.add_argument("--static-summaries", type=int, nargs=2, default=[20_000, 80_000], help="the same, static models")
+    p.add_argument("--models", nargs="+", default=None, help="embedding models (default: every one installed)")
     p.add_argument("--play-games", type=int, nargs=2, default=[1000, 4000], help="games played, two counts")
     p.add_argument("--stages", nargs="+", default=[], metavar="WORD", help="only the stages whose names hold a word")
     p.add_argument("--out", default=OUT)
@@ -296,8 +301,13 @@ def main() -> None:
     def generated() -> list:
         return [(graph_at(a.out, n, e), e) for n, e in graphs]
 
-    def embedded() -> list:
-        return [(graph_at(a.out, n, n * 16, summaries=True), n) for n in a.summaries]
+    def embedded(model: str) -> Callable[[], list]:
+        sizes = a.static_summaries if is_static(model) else a.summaries
+        return lambda: [(graph_at(a.out, n, n * 16, summaries=True), n) for n in sizes]
+
+    from wikigame_spark.agents.sentence_models import installed_models, is_static
+
+    embedding_models = a.models or installed_models()
 
     wiki_links, medicine_links = (10_000 * 100 * s.edges / s.nodes for s in (WIKIPEDIA, MEDICINE))
     stages = [
@@ -334,13 +344,17 @@ def main() -> None:
             "driver",
             "linear in edges (the searches grow slower); the driver's Python holds the CSR: its memory linear",
         ),
-        Stage(
-            "embedding cache, MiniLM-L6 (default runtime)",
-            "summaries",
-            each(embed, embedded, tracking),
-            {w: WIKIPEDIA.nodes, m: MEDICINE.nodes},
-            "flat",
-            "every summary at the 256-token cap (1,000 characters); a worker's model and batch per core",
+        *(
+            Stage(
+                f"embedding cache, {model} ({'static: torch' if is_static(model) else 'default runtime'})",
+                "summaries",
+                each(embed, embedded(model), tracking, model),
+                {w: WIKIPEDIA.nodes, m: MEDICINE.nodes},
+                "flat",
+                "every summary at 1,000 characters (the 256-token cap of a transformer); a worker's model and "
+                "batch per core",
+            )
+            for model in embedding_models
         ),
         Stage(
             "10,000 embedding games",

@@ -97,3 +97,5 @@ def test_static_models_play_the_latgalian_games_by_name(ltg_graph, cache, tmp_pa
             and set(plays.outcome) <= {"success", "dead_end", "step_limit"}
         )
         assert "warn" not in done.err.replace("WARNING: Using incubator modules", "").lower()
+        caches = os.listdir(tmp_path / "cache" / "embeddings")  # named for the runtime that made them: torch
+        assert sm.model_slug(model) in caches and not [c for c in caches if c.startswith(f"{model}--")]
