@@ -32,6 +32,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -45,6 +46,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.bench_scale import _descendants, _pss
+from wikigame_spark.agents.sentence_models import model_slug
 
 OUT = os.path.join(ROOT, "out", "bench", "cost")
 
@@ -162,9 +164,12 @@ def sample_games(graph: str, edges: int, tracking: str) -> tuple[float, dict]:
 
 
 def embed(graph: str, nodes: int, tracking: str, model: str) -> tuple[float, dict]:
-    """The embedding agent's node cache (``model`` on the default runtime), built by play_games for
-    a few games: the cache is nearly all of the run."""
+    """The embedding agent's node cache (``model`` on the default runtime), built afresh by play_games
+    for a few games: the cache is nearly all of the run."""
     job("sample_games", "--graph", graph, "--games", "20", "--seed", "0", tracking=tracking)
+    # a cache left by an earlier run would be reused, not made (the graph's other caches stay)
+    for made in glob.glob(os.path.join(graph, "cache", "embeddings", f"{model_slug(model)}*")):  # any runtime's
+        shutil.rmtree(made)
     m = job("play_games", "--graph", graph, "--agent", "embedding", "--games", "20", "--model", model, "--output",
             os.path.join(graph, "plays", f"embed-{model}"), tracking=tracking)  # fmt: skip
     return float(nodes), m
