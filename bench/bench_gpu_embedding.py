@@ -49,7 +49,9 @@ def pack(folder: str, n_texts: int) -> None:
 def run(folder: str, device: str, batches: list[int]) -> list[dict]:
     import torch
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # a log, not a terminal
     with open(os.path.join(folder, TEXTS)) as f:
         texts = json.load(f)
     name = torch.cuda.get_device_name() if device.startswith("cuda") else device
