@@ -47,22 +47,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.bench_scale import _descendants, _pss
 from wikigame_spark.agents.sentence_models import model_slug
+from wikigame_spark.full_size import MEDICINE, WIKIPEDIA
 
 OUT = os.path.join(ROOT, "out", "bench", "cost")
-
-
-@dataclass(frozen=True)
-class FullSize:
-    """A study's graph: the sizes the paper gives (Table 1) and the input its build reads."""
-
-    name: str
-    input_units: float  # MB of wikitext, or works in the snapshot the build reads whole
-    nodes: int
-    edges: int
-
-
-WIKIPEDIA = FullSize("English Wikipedia", 95_000, 6_871_000, 295_749_000)
-MEDICINE = FullSize("OpenAlex Medicine", 260_000_000, 20_157_000, 334_463_000)
 
 
 # --- a process tree, measured --------------------------------------------------------------------

@@ -26,6 +26,7 @@ RANK = {
     "summary": 0,
     "document": 0,
     "drops": 0,
+    "full_size": 0,
     # storage, opened inputs, tracking, the Spark session and the checks made with them
     "io": 1,
     "storage": 1,

@@ -22,7 +22,7 @@ import posixpath
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
 import pyarrow.dataset as ds
@@ -419,11 +419,15 @@ def current_cache(spark: SparkSession, path: str, source_created: str | None) ->
     return done
 
 
-def write_cache(spark: SparkSession, path: str, table: str, df: DataFrame, schema: StructType, manifest: dict) -> None:
-    """Write a cache (one table and its manifest) atomically, replacing any older one."""
+def write_cache(
+    spark: SparkSession, path: str, table: str, df: DataFrame, schema: StructType, manifest: dict | Callable[[], dict]
+) -> None:
+    """Write a cache (one table and its manifest) atomically, replacing any older one. A callable
+    manifest is called once the table is written (a manifest that records what the write measured)."""
     with staged_output(spark, path, overwrite=True) as staging:
         write_table(df, layout.join(staging, table), schema)
-        write_json(spark, layout.manifest(staging), {**manifest, "code_version": code_version()})
+        made = manifest() if callable(manifest) else manifest
+        write_json(spark, layout.manifest(staging), {**made, "code_version": code_version()})
 
 
 # --- Stores: listing and small reads on the driver, S3 settings for Spark and pyarrow -------------

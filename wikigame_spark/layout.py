@@ -109,6 +109,11 @@ class CacheDir:
         """An embedding cache's vectors as one matrix file (inside it: rebuilt with it)."""
         return join(cache, "mapped")
 
+    @staticmethod
+    def of_mapped_matrix(uri: str) -> str:
+        """The embedding cache a :meth:`mapped_matrix` is inside."""
+        return uri.rstrip("/").rsplit("/", 1)[0]
+
 
 @dataclass(frozen=True)
 class GraphDir:

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from numbers import Real
 
+from wikigame_spark.full_size import ENWIKI_CORE_HOURS
 from wikigame_spark.session import PROJECT_DIR
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ RUNS_VIEW_COLUMNS = (
     "attributes.`Dataset`",
     *(f"tags.`{t}`" for t in ("stage", "graph", "agent", "model", "protocol")),
     *(f"metrics.`{m}`" for m in ("games", "success_rate", "success_rate_se", "steps_above_optimal_mean")),
+    f"metrics.`{ENWIKI_CORE_HOURS}`",
 )
 RUNS_VIEW_STATE = json.dumps({"selectedColumns": list(RUNS_VIEW_COLUMNS), "runsHiddenMode": "SHOW_ALL"})
 

@@ -60,6 +60,7 @@ def test_every_figure_is_a_png_with_several_graphs():
     pngs = [
         figures.success_by_agent(success, labels, graphs),
         figures.success_vs_parameters(success, {"llm: gpt-4o": "llama3.1:70b", "tfidf": None}),
+        figures.success_vs_embedding_cost(success.assign(embedding_core_hours_enwiki=[0.2, 65.9, 1.0])),
         figures.steps_histogram("tfidf", "enwiki", counts, fit),
         figures.mean_steps(steps, labels, graphs),
         figures.success_across_graphs(success, labels, graphs),
@@ -68,3 +69,4 @@ def test_every_figure_is_a_png_with_several_graphs():
     for png in pngs:
         assert figures.is_png(png) and len(png) > 5000
     assert figures.success_vs_parameters(success, {"tfidf": None, "llm: gpt-4o": "gpt-4o"}) is None
+    assert figures.success_vs_embedding_cost(success.assign(embedding_core_hours_enwiki=None)) is None

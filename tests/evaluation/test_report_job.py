@@ -122,7 +122,8 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
         assert os.path.getsize(os.path.join(out, name)) > 0
     figures = sorted(os.listdir(os.path.join(out, "figures")))
     assert all(name.endswith(".png") for name in figures), figures
-    for required in ("fig2a_success_by_agent", "fig2b_success_vs_parameters", "fig3d_mean_steps"):
+    fig2 = ("fig2a_success_by_agent", "fig2b_success_vs_parameters", "fig2c_success_vs_embedding_cost")
+    for required in (*fig2, "fig3d_mean_steps"):
         assert f"{required}.png" in figures
     assert {"fig15_outcomes.png", "fig3_steps_human_ltgwiki.png"} <= set(figures)
     assert "fig4_success_across_graphs.png" not in figures  # one graph: nothing to compare across
@@ -156,6 +157,16 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
         assert start["n"] + start["unreached"] == len(plays)
         if agent != "human":  # a log's optimal lengths are its own (a redirect title moves a start page)
             assert start["mean_distance"] == pytest.approx(plays.optimal_steps.mean())
+    # Fig 2C's table: the embedding run's success beside the cost its run recorded
+    costs = pd.read_csv(os.path.join(out, "tables", "embedding_cost.csv")).set_index("label")
+    embedding_run = MlflowClient(tracking).get_run(
+        io.read_manifest(spark, experiment["outputs"]["embedding"])["mlflow_run_id"]
+    )
+    assert list(costs.index) == [labels["embedding"]]  # random and humans have no embedding cache
+    assert costs.loc[labels["embedding"], "embedding_core_hours_enwiki"] == pytest.approx(
+        embedding_run.data.metrics["embedding_core_hours_enwiki"]
+    )
+    assert costs.loc[labels["embedding"], "success_rate"] == success.loc[labels["embedding"], "success_rate"]
     paired_table = pd.read_csv(os.path.join(out, "tables", "paired.csv"))
     pair = paired_table.iloc[0]
     assert pair["both"] + pair["only_a"] + pair["only_b"] + pair["neither"] == pair["games"]

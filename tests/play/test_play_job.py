@@ -59,6 +59,14 @@ def test_embedding_run_logs_params_metrics_artifacts(spark, ltg_graph, games_dir
     assert m["success_rate_se"] == pytest.approx((wins * (1 - wins) / 20) ** 0.5)
     assert sum(v for k, v in m.items() if k.startswith("outcome_")) == pytest.approx(1.0)
     assert m["games_per_second"] > 0
+    # what the cache cost, as its manifest records it, scaled to English Wikipedia
+    cache = os.path.join(ltg_graph, "cache", "embeddings", "all-MiniLM-L6-v2--openvino")  # the default runtime
+    cost = io.read_manifest(spark, os.path.join(cache, "summary-noprompt"))["cost"]
+    nodes = spark.read.parquet(f"{ltg_graph}/nodes").select("summary").toPandas()["summary"].fillna("")
+    assert cost["texts"] == len(nodes) and cost["chars"] == nodes.str.len().sum() and cost["gpu_texts"] == 0
+    assert m["embedding_cpu_s"] == pytest.approx(cost["cpu_s"]) and cost["cpu_s"] > 0
+    per_char = cost["cpu_s"] / cost["chars"]
+    assert m["embedding_core_hours_enwiki"] == pytest.approx(per_char * 1000 * 6_871_000 / 3600)
     extra = (plays.steps - plays.optimal_steps)[plays.outcome == "success"]
     if len(extra) > 1:
         assert m["steps_above_optimal_mean"] == pytest.approx(extra.mean())
@@ -67,7 +75,6 @@ def test_embedding_run_logs_params_metrics_artifacts(spark, ltg_graph, games_dir
     routes = mlflow.artifacts.load_text(f"runs:/{r.info.run_id}/sample_routes.md")
     assert "→" in routes and "| game | outcome |" in routes
     # the embedding cache was written once and is reused by the next run
-    cache = os.path.join(ltg_graph, "cache", "embeddings", "all-MiniLM-L6-v2--openvino")  # the default runtime
     assert os.listdir(cache) == ["summary-noprompt"]
 
 

@@ -96,6 +96,10 @@ class AgentSpec:
         return json.dumps([self.name, settings, options, self.resources], sort_keys=True, default=str)
 
 
+# A resources key: numbers an agent's preparation measured (the embedding cache's cost).
+PREPARED_METRICS = "prepared_metrics"
+
+
 class Agent(abc.ABC):
     """Base class: ``choose`` returns one :class:`Choice` per request, in order."""
 
@@ -137,7 +141,8 @@ class Agent(abc.ABC):
     @classmethod
     def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: AgentSettings) -> dict:
         """Driver-side preparation (e.g. an embedding cache) for the opened graph; returns resources
-        for the workers."""
+        for the workers, and under :data:`PREPARED_METRICS` what the preparation measured (logged
+        with the run's metrics)."""
         return {}
 
     @classmethod

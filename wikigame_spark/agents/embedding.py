@@ -14,8 +14,16 @@ from dataclasses import dataclass
 import numpy as np
 from pyspark.sql import SparkSession
 
-from wikigame_spark.agents.base import Agent, AgentSettings, Choice, ModelIdentity, StepRequest, register_agent
-from wikigame_spark.agents.embedding_cache import ensure_embeddings, load_matrix
+from wikigame_spark.agents.base import (
+    PREPARED_METRICS,
+    Agent,
+    AgentSettings,
+    Choice,
+    ModelIdentity,
+    StepRequest,
+    register_agent,
+)
+from wikigame_spark.agents.embedding_cache import cache_cost, ensure_embeddings, load_matrix
 from wikigame_spark.agents.encoders import BACKENDS, DEFAULT, Runtime, load_encoder, missing_packages
 from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_digest, prompt_names
@@ -67,6 +75,7 @@ class EmbeddingAgent(Agent):
         runtime = settings.options.runtime
         resources["targets"] = ensure_embeddings(spark, graph, cache_dir, model, SUMMARY, query, runtime)
         resources["links"] = ensure_embeddings(spark, graph, cache_dir, model, _text_col(settings), document, runtime)
+        resources[PREPARED_METRICS] = cache_cost(spark, [resources["targets"], resources["links"]])
         return resources
 
     @classmethod

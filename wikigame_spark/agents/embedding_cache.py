@@ -1,18 +1,23 @@
 """Every node text embedded at most once per model: a Parquet cache beside the graph.
 
 The cache of a (graph, model, text, prompt) is computed with a pandas UDF on the executors (one
-model load per worker), written atomically with a manifest, and reused by every later run. The
-play stage's workers read it as one float32 matrix file inside the cache, mapped read-only
+model load per worker), written atomically with a manifest, and reused by every later run. Its
+manifest records what making it cost (the workers' CPU seconds encoding, the texts and characters
+encoded), and :func:`cache_cost` scales that to English Wikipedia. The play stage's workers read
+it as one float32 matrix file inside the cache, mapped read-only
 (:func:`wikigame_spark.graph.mapped.ensure_matrix`): one copy per node, not one per worker.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from pyspark import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, StructType
 
@@ -20,10 +25,11 @@ from wikigame_spark import io, layout
 from wikigame_spark.agents.devices import task_device
 from wikigame_spark.agents.encoders import DEFAULT, REFERENCE, Runtime, load_encoder
 from wikigame_spark.agents.sentence_models import is_static, model_slug
+from wikigame_spark.full_size import ENWIKI_CORE_HOURS, SUMMARY_CHARS, WIKIPEDIA
 from wikigame_spark.graph import mapped
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import CacheDir
-from wikigame_spark.schemas import ID, NODES, require_columns
+from wikigame_spark.schemas import ID, NODES, SUMMARY, require_columns
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +37,50 @@ VECTOR = "vector"
 EMBEDDINGS = StructType([StructField(ID, LongType(), False), StructField(VECTOR, ArrayType(FloatType(), False), False)])
 
 
+@dataclass(frozen=True)
+class EncodingCost:
+    """What the workers spent encoding, summed over tasks by Spark accumulators: the CPU seconds
+    of the encoding calls (every thread of the worker process; the model's load left out), the
+    texts and characters encoded, and the texts encoded on a GPU. A task Spark retries counts twice."""
+
+    cpu_s: Accumulator
+    texts: Accumulator
+    chars: Accumulator
+    gpu_texts: Accumulator
+
+    @classmethod
+    def start(cls, spark: SparkSession) -> EncodingCost:
+        sc = spark.sparkContext
+        return cls(sc.accumulator(0.0), sc.accumulator(0), sc.accumulator(0), sc.accumulator(0))
+
+    def add(self, cpu_s: float, texts: list[str], gpu: bool) -> None:
+        self.cpu_s.add(cpu_s)
+        self.texts.add(len(texts))
+        self.chars.add(sum(map(len, texts)))
+        self.gpu_texts.add(len(texts) if gpu else 0)
+
+    def record(self) -> dict:
+        """The manifest's ``cost``, read on the driver once the cache is written."""
+        return {
+            "cpu_s": round(self.cpu_s.value, 3),
+            "texts": self.texts.value,
+            "chars": self.chars.value,
+            "gpu_texts": self.gpu_texts.value,
+        }
+
+
 def embed_nodes(
-    nodes: DataFrame, model: str, text_col: str, prompt_name: str | None, runtime: Runtime = DEFAULT
+    nodes: DataFrame,
+    model: str,
+    text_col: str,
+    prompt_name: str | None,
+    runtime: Runtime = DEFAULT,
+    cost: EncodingCost | None = None,
 ) -> DataFrame:
     """``(id, vector)`` for every node, the text taken from ``text_col``, each task's texts on
     the GPU Spark assigned it (with torch), else on the CPU with ``runtime``
-    (:mod:`wikigame_spark.agents.devices`, :mod:`wikigame_spark.agents.encoders`)."""
+    (:mod:`wikigame_spark.agents.devices`, :mod:`wikigame_spark.agents.encoders`); what encoding
+    cost added to ``cost``."""
     require_columns(nodes, [ID, text_col], "embed_nodes(nodes)")
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -44,7 +88,11 @@ def embed_nodes(
         encoder = load_encoder(model, runtime, device.torch)
         log.info("embedding %s with %s (%s) on %s", text_col, model, encoder.runtime.backend, device.describe())
         for pdf in batches:
-            vectors = encoder.encode(pdf[text_col].fillna("").tolist(), prompt_name, device.batch_size)
+            texts = pdf[text_col].fillna("").tolist()
+            started = time.process_time()
+            vectors = encoder.encode(texts, prompt_name, device.batch_size)
+            if cost is not None:
+                cost.add(time.process_time() - started, texts, bool(device.gpus))
             yield pd.DataFrame({ID: pdf[ID].to_numpy(), VECTOR: list(vectors)})
 
     return nodes.select(ID, text_col).mapInPandas(run, EMBEDDINGS)
@@ -75,7 +123,8 @@ def ensure_embeddings(
         return mapped.ensure_matrix(spark, path)
     nodes = io.read_table(spark, graph.dir.nodes, NODES)
     n_parts = max(spark.sparkContext.defaultParallelism, 1)
-    vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name, runtime)
+    cost = EncodingCost.start(spark)
+    vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name, runtime, cost)
     manifest = {
         "kind": "embeddings",
         "graph": graph.path,
@@ -86,9 +135,29 @@ def ensure_embeddings(
         "text": text_col,
         "prompt_name": prompt_name,
     }
-    io.write_cache(spark, path, layout.VECTORS, vectors, EMBEDDINGS, manifest)
+    io.write_cache(spark, path, layout.VECTORS, vectors, EMBEDDINGS, lambda: {**manifest, "cost": cost.record()})
     log.info("embedded %s of %s with %s into %s", text_col, graph.path, model, path)
     return mapped.ensure_matrix(spark, path)
+
+
+def cache_cost(spark: SparkSession, matrices: list[str]) -> dict[str, float]:
+    """What the embedding caches behind these mapped matrices cost to make, as their manifests
+    record it: ``embedding_cpu_s`` in all, and :data:`ENWIKI_CORE_HOURS`, each cache's rate
+    scaled to English Wikipedia (a summary cache per character, to summaries of
+    :data:`SUMMARY_CHARS`; a title cache per text). Empty when a cache has no CPU cost recorded
+    (made on a GPU, or before costs were recorded)."""
+    cpu_s = core_s = 0.0
+    for cache in sorted({CacheDir.of_mapped_matrix(m) for m in matrices}):
+        made = io.read_manifest(spark, cache)
+        cost = made.get("cost") or {}
+        if not cost.get("chars") or cost.get("gpu_texts"):
+            return {}
+        cpu_s += cost["cpu_s"]
+        if made.get("text") == SUMMARY:
+            core_s += cost["cpu_s"] / cost["chars"] * SUMMARY_CHARS * WIKIPEDIA.nodes
+        else:
+            core_s += cost["cpu_s"] / cost["texts"] * WIKIPEDIA.nodes
+    return {"embedding_cpu_s": cpu_s, ENWIKI_CORE_HOURS: core_s / 3600}
 
 
 def load_matrix(uri: str, num_nodes: int) -> np.ndarray:

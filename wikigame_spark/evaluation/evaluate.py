@@ -24,6 +24,7 @@ from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.evaluation import bands, loops, protocols, routes, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
 from wikigame_spark.evaluation.profiles import profiled_plays
+from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.play import record
 from wikigame_spark.play.record import PlayRun
@@ -146,6 +147,7 @@ class Evaluation:
     trace: pd.DataFrame = field(default_factory=pd.DataFrame)  # per run: inputs and agent identity
     plumbing: pd.DataFrame = field(default_factory=pd.DataFrame)  # outcome counts of plumbing-model runs
     losses: pd.DataFrame = field(default_factory=pd.DataFrame)  # lost to formatting vs navigation (loss_table)
+    embedding_cost: pd.DataFrame = field(default_factory=pd.DataFrame)  # success against cost (embedding_cost_table)
     routes: routes.Routes = field(default_factory=routes.Routes)  # from the distance profiles (routes.py)
 
     def metrics(self) -> dict[str, float]:
@@ -242,6 +244,7 @@ def evaluate(
         steps=steps,
         outcomes=outcomes,
         losses=tables.loss_table(outcomes, labels, graphs),
+        embedding_cost=embedding_cost_table(runs, success),
         extra=agg.extra,
         fits=fits,
         fit_table=fit_table(fits),
@@ -255,6 +258,18 @@ def evaluate(
         plumbing=plumbing_table(agg.outcomes[agg.outcomes[tables.LABEL].isin(plumbing)]),
         routes=route_tables,
     )
+
+
+def embedding_cost_table(runs: Sequence[ReportRun], success: pd.DataFrame) -> pd.DataFrame:
+    """Each agent's success on each graph beside the core-hours its embedding caches would take
+    at English Wikipedia's size (the mean of its runs that recorded one; agents without: left out)."""
+    costs = pd.DataFrame(
+        [{tables.LABEL: r.label, tables.GRAPH: r.graph, COST: r.metrics[COST]} for r in runs if COST in r.metrics],
+        columns=[tables.LABEL, tables.GRAPH, COST],
+    )
+    costs = costs.groupby([tables.LABEL, tables.GRAPH], as_index=False)[COST].mean()
+    columns = [tables.LABEL, tables.GRAPH, tables.GAMES, "success_rate", "success_rate_sd"]
+    return success[columns].merge(costs, on=[tables.LABEL, tables.GRAPH])
 
 
 def _short(value, n: int = 12) -> str:

@@ -1,7 +1,8 @@
 """The paper's figures as PNG bytes, from the report's small tables.
 
 Fig 2A success rate by agent with error bars; Fig 2B success rate against model size, for the
-models whose parameter count is known; Fig 3A–C histograms of steps above optimal with the
+models whose parameter count is known; Fig 2C success rate against the embedding cache's cost at
+English Wikipedia's size; Fig 3A–C histograms of steps above optimal with the
 fitted negative binomials; Fig 3D mean steps above optimal by agent; Fig 4 success rate across
 graphs; Fig 15 outcome stacks. Figures are drawn on matplotlib's Agg canvas directly (no pyplot
 state), so they work the same in a job, on an executor-less driver, or in a notebook.
@@ -22,6 +23,7 @@ from matplotlib.ticker import MaxNLocator
 from wikigame_spark.document import rounded
 from wikigame_spark.evaluation.fits import StepFits, expected_fractions
 from wikigame_spark.evaluation.tables import EXTRA, GAMES, GRAPH, LABEL, LIMIT
+from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
 from wikigame_spark.outcomes import SUCCESS
 
 DPI = 120
@@ -43,6 +45,7 @@ KNOWN_PARAMETERS = {
     "e5-small-v2": 33.4e6,
     "e5-large-v2": 335e6,
     "average_word_embeddings_glove.6b.300d": 120e6,
+    "average_word_embeddings_glove.6b.50d": 20e6,
     "gpt-oss-20b": 21e9,
     "gpt-oss-120b": 117e9,
 }
@@ -116,36 +119,45 @@ def success_vs_parameters(success: pd.DataFrame, models: dict[str, str | None]) 
     """Fig 2B: success rate against the model's parameter count (log scale); None when no
     agent's model size is known."""
     rows = success.assign(parameters=success[LABEL].map(lambda lab: model_parameters(models.get(lab))))
-    rows = rows.dropna(subset=["parameters"])
+    return _success_against(
+        rows, "parameters", "Model parameters (log scale)", "Fig 2B · Success rate against model size"
+    )
+
+
+def success_vs_embedding_cost(costs: pd.DataFrame) -> bytes | None:
+    """Fig 2C: success rate against the core-hours of the model's embedding cache at English
+    Wikipedia's size (log scale), from :func:`~wikigame_spark.evaluation.evaluate.embedding_cost_table`;
+    None when no run recorded the cost."""
+    return _success_against(
+        costs,
+        COST,
+        "Embedding cache at English Wikipedia's size, core-hours (log scale)",
+        "Fig 2C · Success rate against the embedding cache's cost",
+    )
+
+
+def _success_against(rows: pd.DataFrame, x: str, xlabel: str, title: str) -> bytes | None:
+    """Each agent's success rate (± one standard deviation) against ``x`` on a log scale, one
+    colour per graph, each point labelled; None when no row has an ``x``."""
+    rows = rows.dropna(subset=[x])
     if rows.empty:
         return None
     fig = Figure(figsize=(7.5, 4.8))
     ax = fig.add_subplot()
     for i, (graph, g) in enumerate(rows.groupby(GRAPH, sort=True)):
         ax.errorbar(
-            g["parameters"],
-            g["success_rate"],
-            yerr=g["success_rate_sd"].fillna(0),
-            fmt="o",
-            capsize=3,
-            color=f"C{i % 10}",
+            g[x], g["success_rate"], yerr=g["success_rate_sd"].fillna(0), fmt="o", capsize=3, color=f"C{i % 10}",
             label=graph,
-        )
+        )  # fmt: skip
         for _, r in g.iterrows():
-            ax.annotate(
-                r[LABEL],
-                (r["parameters"], r["success_rate"]),
-                xytext=(5, 5),
-                textcoords="offset points",
-                annotation_clip=False,
-            )
+            ax.annotate(r[LABEL], (r[x], r["success_rate"]), xytext=(5, 5), textcoords="offset points",
+                        annotation_clip=False)  # fmt: skip
     ax.set_xscale("log")
-    low, high = rows["parameters"].min(), rows["parameters"].max()
-    ax.set_xlim(low / 3, high * 30)  # room on the right for the labels
+    ax.set_xlim(rows[x].min() / 3, rows[x].max() * 30)  # room on the right for the labels
     ax.set_ylim(0, 1)
-    ax.set_xlabel("Model parameters (log scale)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("Success rate (± one standard deviation)")
-    ax.set_title("Fig 2B · Success rate against model size")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(title="graph")
     return _png(fig)

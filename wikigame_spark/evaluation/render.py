@@ -22,6 +22,8 @@ from wikigame_spark.document import Document, fmt
 from wikigame_spark.evaluation import bands, figures, loops, protocols, routes, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
 from wikigame_spark.evaluation.fits import MIN_FIT_GAMES
+from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
+from wikigame_spark.full_size import SUMMARY_CHARS, WIKIPEDIA
 from wikigame_spark.outcomes import FORMATTING, NAVIGATION
 
 KIND_TAG = "wikigame.kind"
@@ -155,6 +157,17 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
             "Fig 2B · Success rate against the model's parameter count (log scale), for the models whose "
             "size is known, one colour per graph; plumbing-check models are not shown.",
         )
+    fig2c = figures.success_vs_embedding_cost(ev.embedding_cost)
+    if fig2c is not None:
+        doc.figure(
+            "fig2c_success_vs_embedding_cost",
+            fig2c,
+            "Fig 2C · Success rate against what the model's embedding cache would cost for English Wikipedia "
+            f"({WIKIPEDIA.nodes / 1e6:.2f} M summaries of {SUMMARY_CHARS:,} characters): the CPU core-hours "
+            "its workers spent encoding this graph's texts, scaled per character (a cache of titles per "
+            "title), as measured on the machine that made the cache (docs/full_size.md).",
+        )
+        doc.table(ev.embedding_cost.rename(columns={tables.LABEL: "agent", COST: "core-hours, English Wikipedia"}))
 
     doc.heading("Steps above optimal (Table 5)")
     doc.para("Successful games only: mean steps above the shortest path ± standard error.")
@@ -237,6 +250,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
     files["tables/table5_steps_above_optimal.csv"] = csv(ev.steps)
     files["tables/outcomes.csv"] = csv(ev.outcomes)
     files["tables/losses.csv"] = csv(ev.losses)
+    files["tables/embedding_cost.csv"] = csv(ev.embedding_cost)
     files["tables/fits.csv"] = csv(ev.fit_table)
     files["tables/steps_above_optimal_counts.csv"] = csv(ev.extra)
     extra_tables = {"bands": ev.bands, "loops": ev.loops, **ev.routes.tables()}
@@ -258,6 +272,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
         "steps_above_optimal": ev.steps.to_dict(orient="records"),
         "outcomes": ev.outcomes.to_dict(orient="records"),
         "losses": ev.losses.to_dict(orient="records"),
+        "embedding_cost": ev.embedding_cost.to_dict(orient="records"),
         "fits": [{"agent": a, "graph": g, **f.to_dict()} for a, g, f in ev.fits],
         **{k: t.to_dict(orient="records") for k, t in extra_tables.items() if t is not None},
         "figures": sorted(k for k in files if k.startswith("figures/")),

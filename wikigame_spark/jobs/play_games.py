@@ -9,7 +9,7 @@ import dataclasses
 import os
 
 from wikigame_spark import io, tracking
-from wikigame_spark.agents.base import add_option_flags, agent_class, load_play_config
+from wikigame_spark.agents.base import PREPARED_METRICS, add_option_flags, agent_class, load_play_config
 from wikigame_spark.agents.llm_client import ServerUnreachable
 from wikigame_spark.agents.traces import TraceTarget
 from wikigame_spark.config import PlayConfig
@@ -51,7 +51,7 @@ def play(ctx: Context) -> Result:
             f"unfinished in {result.output} with its answered games: make the server answer (--base-url, "
             f"--timeout, --concurrency) and rerun with the same --run-name to play those {unanswered} again"
         )
-    metrics = {**summarise(plays), **record.usage_metrics(plays)}
+    metrics = {**summarise(plays), **record.usage_metrics(plays), **result.spec.resources.get(PREPARED_METRICS, {})}
     if result.played_now:
         metrics["games_per_second"] = result.played_now / result.seconds
     routes = record.sample_routes(plays, io.read_table(ctx.spark, games.graph.dir.nodes, NODES))
