@@ -367,8 +367,10 @@ def _play_run(run) -> PlayRun:
 
 def find_runs(experiment: str, run_ids: Sequence[str] = ()) -> tuple[list[PlayRun], list[dict]]:
     """The play runs of ``experiment`` (those with an ``agent`` param): ``run_ids`` if given (each
-    must be a finished play run of it), else every finished one, the latest of several with the
-    same name; and the ones left out with the reason."""
+    must be a finished play run of it), else every finished one, the latest of several that wrote
+    the same plays folder (a run played again under its name, on its graph: the later replaced the
+    plays); and the ones left out with the reason. Runs of one name on different graphs are
+    different runs."""
     from mlflow.exceptions import MlflowException
 
     mlflow.set_tracking_uri(tracking.tracking_uri())
@@ -395,14 +397,14 @@ def find_runs(experiment: str, run_ids: Sequence[str] = ()) -> tuple[list[PlayRu
     candidates = [r for r in found if AGENT in r.data.params]
     skipped, latest = [], {}
     for run in sorted(candidates, key=lambda r: r.info.start_time or 0, reverse=True):
-        name = run.info.run_name
+        name, plays = run.info.run_name, _play_run(run).plays_dir.rstrip("/")
         if run.info.status != "FINISHED":
             skipped.append({"run_id": run.info.run_id, "run_name": name, "reason": f"status {run.info.status}"})
-        elif name in latest:
-            reason = f"superseded by run {latest[name]} of the same name"
+        elif plays in latest:
+            reason = f"superseded by run {latest[plays]}, which played again into its plays folder {plays}"
             skipped.append({"run_id": run.info.run_id, "run_name": name, "reason": reason})
         else:
-            latest[name] = run.info.run_id
+            latest[plays] = run.info.run_id
     keep = set(latest.values())
     return [_play_run(r) for r in candidates if r.info.run_id in keep], skipped
 
