@@ -36,7 +36,8 @@ runs = widget("runs", "")  # space-separated MLflow run ids; empty = every finis
 
 from wikigame_spark.jobs.report import JOB as report  # noqa: E402
 
-report.main(["--experiment", experiment, "--output", report_dir] + (["--runs", *runs.split()] if runs else []))
+argv = ["--experiment", experiment, "--output", report_dir, "--overwrite"]
+report.main(argv + (["--runs", *runs.split()] if runs else []))
 
 # COMMAND ----------
 

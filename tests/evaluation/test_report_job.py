@@ -204,8 +204,11 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
     assert {"report.md", "report.html", "figures", "tables"} <= arts
     assert len(client.list_artifacts(run.info.run_id, "figures")) == len(figures)
     assert run.data.metrics["success_rate.human.ltgwiki"] == pytest.approx(success.loc["human", "success_rate"])
+    # a report is replaced only when asked, as every job's output is
+    with pytest.raises(io.OutputExistsError, match="exists; pass --overwrite to replace it"):
+        report_job.main(["--experiment", EXPERIMENT, "--output", out])
     # the report run is not a play run: a second report reads the same three runs
-    assert report_job.main(["--experiment", EXPERIMENT, "--output", out]) == 0
+    assert report_job.main(["--experiment", EXPERIMENT, "--output", out, "--overwrite"]) == 0
     assert f"3 runs, {2 * GAMES + 15} games" in capsys.readouterr().out
 
 
@@ -230,7 +233,7 @@ def test_report_reads_the_plays_artifact_when_the_folder_is_gone(spark, experime
     with pytest.raises(ValueError, match="not a play run"):
         report_job.main(["--experiment", EXPERIMENT, "--runs", json.load(open(f"{out}/report.json"))["mlflow_run_id"]])
     with pytest.raises(preflight.PreflightError, match="holds a games, not a report"):
-        report_job.main(["--experiment", EXPERIMENT, "--output", str(experiment["tmp"] / "games")])
+        report_job.main(["--experiment", EXPERIMENT, "--output", str(experiment["tmp"] / "games"), "--overwrite"])
     with pytest.raises(ValueError, match="experiment 'nope' not found"):
         report_job.main(["--experiment", "nope", "--output", str(experiment["tmp"] / "r3")])
 

@@ -232,5 +232,5 @@ def test_the_report_leaves_out_a_run_it_cannot_evaluate_unless_strict(ltg_graph,
         left_out = json.load(f)["skipped"]
     assert [r["run_name"] for r in left_out] == ["humans-elsewhere"]
     assert "fewer steps than the optimal length" in left_out[0]["reason"]
-    strict = run_job("report", "--experiment", "rep", "--output", out, "--strict", env=env)
+    strict = run_job("report", "--experiment", "rep", "--output", out, "--strict", "--overwrite", env=env)
     strict.refused("humans-elsewhere", "fewer steps than the optimal length")

@@ -90,7 +90,6 @@ JOB = Job(
     outputs=(
         Output(
             lambda s, _: {"": s.output or render.default_output(tracking.experiment_name(s.experiment))},
-            replace=True,
             what="report",
             kind=render.KIND,
         ),
