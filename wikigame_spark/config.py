@@ -111,9 +111,12 @@ def coerce(name: str, value: Any, hint: Any, source: str) -> Any:
 
 # --- Flags --------------------------------------------------------------------------------------
 def _help(f: dataclasses.Field) -> str:
+    """The setting's help, its default added unless the text already says it."""
     text = f.metadata.get("help") or ""
     if f.metadata.get("required"):
         return f"{text} (required)"
+    if "default" in text:
+        return text
     if f.default not in ("", None, (), False, 0) or (f.default == 0 and not isinstance(f.default, bool)):
         shown = ",".join(f.default) if isinstance(f.default, tuple) else f.default
         return f"{text} (default {shown})"
@@ -131,7 +134,10 @@ def add_flags(parser: argparse.ArgumentParser | Any, cls: type, skip: tuple[str,
         hint, _ = _plain_hint(hints[f.name])
         flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
         kwargs: dict[str, Any] = {"dest": f.name, "default": None, "help": _help(f)}
-        if hint is bool:
+        if hint is bool and f.name.startswith("no_"):  # a switch that turns something off: no --no-no-x
+            kwargs["action"] = "store_const"
+            kwargs["const"] = True
+        elif hint is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif typing.get_origin(hint) is tuple:
             kwargs.update(action="extend", nargs="+", metavar=f.name.rstrip("s").upper())
@@ -139,6 +145,8 @@ def add_flags(parser: argparse.ArgumentParser | Any, cls: type, skip: tuple[str,
             kwargs["type"] = hint
             if f.metadata.get("choices"):
                 kwargs["choices"] = f.metadata["choices"]
+                if "" in kwargs["choices"]:  # the empty value is "off", the default: not offered as a choice
+                    kwargs["metavar"] = "{" + ",".join(c for c in kwargs["choices"] if c) + "}"
             else:
                 kwargs["metavar"] = {int: "N", float: "X"}.get(hint, f.name.upper())
         parser.add_argument(flag, **kwargs)

@@ -172,7 +172,8 @@ class Job:
         config.add_flags(p, self.settings)
         if self.flags:
             self.flags(p)
-        p.add_argument("--config", metavar="YAML", help=f"settings file (default conf/{self.name}.yaml)")
+        default = config.default_yaml(self.name)
+        p.add_argument("--config", metavar="YAML", help="settings file" + (f" (default {default})" if default else ""))
         p.add_argument("--verbose", action="store_true", help="Spark's task traces and the fault's traceback too")
         p.add_argument("--version", action="version", version=f"wikigame-spark {io.code_version()}")
         return p

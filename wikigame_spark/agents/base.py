@@ -206,9 +206,18 @@ def registered_agents() -> dict[str, type[Agent]]:
 def add_option_flags(parser) -> None:
     """One ``argparse`` group per registered options class, a flag per option (``--top-k`` for
     ``top_k``), declared by the options' fields as every setting is."""
+    agent = parser._option_string_actions.get("--agent")
+    if agent is not None:  # the registered agents, listed and checked by argparse
+        agent.choices = sorted(registered_agents())
+        agent.metavar = None
     for options, agents in registered_options().items():
         title = (options.__doc__ or "").strip().splitlines()[0] if options.__doc__ else ""
-        add_flags(parser.add_argument_group(f"{title} (--agent {' or '.join(agents)})".strip()), options)
+        fields = dataclasses.fields(options)
+        group = parser.add_argument_group(
+            f"{title} (--agent {' or '.join(agents)})".strip() if fields else f"--agent {' or '.join(agents)}",
+            description=None if fields else "no options of its own",
+        )
+        add_flags(group, options)
 
 
 def agent_class(name: str) -> type[Agent]:
