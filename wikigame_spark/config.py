@@ -322,9 +322,11 @@ def _seed(settings: Any) -> None:
 class WikipediaBuildConfig:
     """``jobs/build_wikipedia.py``: dumps → nodes/edges/redirects."""
 
-    inputs: tuple[str, ...] = setting((), "dump files, folders or globs", required=True, flag="--input")
+    inputs: tuple[str, ...] = setting(
+        (), "dump files, folders or globs: one wiki's split dump files build one graph", required=True, flag="--input"
+    )
     output: str = setting("", "graph folder to write (local, hdfs://, s3a://, dbfs:/)", required=True)
-    language: str = setting("", "language code (default: from the dump's xml:lang / dbname)")
+    language: str = setting("", "the graph's language code, kept per node (default: from the dump's xml:lang / dbname)")
     method: str = setting("fast", "link and summary extraction", choices=("fast", "reference"))
     max_text_bytes: int = setting(8 << 20, "articles with more wikitext are rejected and counted")
     task_bytes: int = setting(
@@ -343,12 +345,19 @@ class WikipediaBuildConfig:
 class OpenAlexBuildConfig:
     """``jobs/build_openalex.py``: an OpenAlex works snapshot → one citation graph per field."""
 
-    input: str = setting("", "snapshot folder or file, s3://bucket/prefix, or a Hadoop URI", required=True)
+    input: str = setting(
+        "",
+        "one snapshot: its folder (every part file under it) or one file, s3://bucket/prefix, or a Hadoop URI",
+        required=True,
+    )
     fields: tuple[str, ...] = setting(
         (), "primary-topic field, e.g. Medicine (repeat or list)", required=True, flag="--field"
     )
     output: str = setting("", "folder of the field graphs, one per field under it", required=True)
-    language: str = setting("", "language code recorded for game sampling (nodes are not filtered)")
+    language: str = setting(
+        "",
+        "language code recorded per node (nodes are not filtered; sample_games --target-language picks targets by it)",
+    )
     endpoint_url: str = setting("", "S3-compatible endpoint other than AWS (path-style addressing)")
     format: str = setting(
         "auto", "which copy of the snapshot to read (auto: Parquet when present)", choices=("auto", "parquet", "jsonl")
