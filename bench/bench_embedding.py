@@ -51,8 +51,7 @@ def step_speed(model: str, name: str, n_texts: int) -> dict:
     import torch
 
     from bench.bench_scale import SUMMARY_CHARS, _sentences
-    from wikigame_spark.agents.encoders import exported, load_encoder
-    from wikigame_spark.agents.sentence_models import is_static
+    from wikigame_spark.agents.encoders import exported, load_encoder, runtime_for
 
     torch.set_num_threads(1)
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -61,7 +60,7 @@ def step_speed(model: str, name: str, n_texts: int) -> dict:
     starts = np.random.default_rng(5).integers(0, len(text) - SUMMARY_CHARS, n_texts)
     texts = [text[s : s + SUMMARY_CHARS] for s in starts]
     t = time.perf_counter()
-    if runtime.backend != "torch" and not is_static(model):
+    if runtime_for(model, runtime) == runtime and runtime.backend != "torch":
         exported(model, runtime)
     export_s = time.perf_counter() - t
     encoder = load_encoder(model, runtime)
@@ -71,7 +70,7 @@ def step_speed(model: str, name: str, n_texts: int) -> dict:
         encoder.encode(texts, None, 64)
         done += n_texts
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    return {"model": model, "runtime": encoder.runtime.name, "dimensions": encoder.st.get_embedding_dimension(),
+    return {"model": model, "runtime": encoder.runtime.name, "dimensions": encoder.dimensions,
             "texts": done, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
             "sentences_per_cpu_s": round(done / cpu, 2), "export_s": round(export_s, 1)}  # fmt: skip
 

@@ -297,6 +297,7 @@ def main() -> None:
         sizes = a.static_summaries if is_static(model) else a.summaries
         return lambda: [(graph_at(a.out, n, n * 16, summaries=True), n) for n in sizes]
 
+    from wikigame_spark.agents.encoders import DEFAULT, runtime_for
     from wikigame_spark.agents.sentence_models import installed_models, is_static
 
     embedding_models = a.models or installed_models()
@@ -338,7 +339,7 @@ def main() -> None:
         ),
         *(
             Stage(
-                f"embedding cache, {model} ({'static: torch' if is_static(model) else 'default runtime'})",
+                f"embedding cache, {model} ({runtime_for(model, DEFAULT).name} runtime)",
                 "summaries",
                 each(embed, embedded(model), tracking, model),
                 {w: WIKIPEDIA.nodes, m: MEDICINE.nodes},

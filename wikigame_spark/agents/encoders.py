@@ -259,6 +259,10 @@ class Encoder:
             compiled = openvino.Core().compile_model(path, "CPU", config)
             self._run = lambda feed: compiled(feed)[0]
 
+    @property
+    def dimensions(self) -> int:
+        return self.engine.dim if self.runtime == ENGINE else self.st.get_embedding_dimension()
+
     def encode(self, texts: list[str], prompt_name: str | None, batch_size: int = 64) -> np.ndarray:
         if self.runtime == ENGINE:  # unit length already; a query or a passage by the prompt's name
             return self.engine.query(texts) if prompt_name == "query" else self.engine.passage(texts)
@@ -266,7 +270,7 @@ class Encoder:
             return encode(self.st, texts, prompt_name, batch_size)
         batch_size = min(batch_size, EXPORTED_BATCH)
         prompt = self.st.prompts.get(prompt_name) if prompt_name else None
-        out = np.empty((len(texts), self.st.get_embedding_dimension()), dtype=np.float32)
+        out = np.empty((len(texts), self.dimensions), dtype=np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]

@@ -138,29 +138,33 @@ def success_vs_embedding_cost(costs: pd.DataFrame) -> bytes | None:
 
 
 def _success_against(rows: pd.DataFrame, x: str, xlabel: str, title: str) -> bytes | None:
-    """Each agent's success rate (± one standard deviation) against ``x`` on a log scale, one
-    colour per graph, each point labelled; None when no row has an ``x``."""
+    """Each agent's success rate (± one standard deviation) against ``x`` on a log scale, a panel
+    per graph, each point labelled (neighbours' labels above and below in turn, the agent's name
+    left out when every point is one agent's); None when no row has an ``x``."""
     rows = rows.dropna(subset=[x])
     if rows.empty:
         return None
-    fig = Figure(figsize=(7.5, 4.8))
-    ax = fig.add_subplot()
-    for i, (graph, g) in enumerate(rows.groupby(GRAPH, sort=True)):
-        ax.errorbar(
-            g[x], g["success_rate"], yerr=g["success_rate_sd"].fillna(0), fmt="o", capsize=3, color=f"C{i % 10}",
-            label=graph,
-        )  # fmt: skip
-        for _, r in g.iterrows():
-            ax.annotate(r[LABEL], (r[x], r["success_rate"]), xytext=(5, 5), textcoords="offset points",
-                        annotation_clip=False)  # fmt: skip
-    ax.set_xscale("log")
-    ax.set_xlim(rows[x].min() / 3, rows[x].max() * 30)  # room on the right for the labels
-    ax.set_ylim(0, 1)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("Success rate (± one standard deviation)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(title="graph")
+    agents = {label.split(": ", 1)[0] for label in rows[LABEL]}
+    shared = next(iter(agents)) if len(agents) == 1 and rows[LABEL].str.contains(": ").all() else None
+    graphs = sorted(rows[GRAPH].unique())
+    fig = Figure(figsize=(6.5 * len(graphs), 4.8))
+    axes = fig.subplots(1, len(graphs), sharey=True, squeeze=False)[0]
+    low, high = rows[x].min() / 3, rows[x].max() * 30  # room on the right for the labels
+    for i, (ax, graph) in enumerate(zip(axes, graphs)):
+        g = rows[rows[GRAPH] == graph].sort_values(x)
+        ax.errorbar(g[x], g["success_rate"], yerr=g["success_rate_sd"].fillna(0), fmt="o", capsize=3, color=f"C{i}")
+        for k, (_, r) in enumerate(g.iterrows()):
+            name = r[LABEL].split(": ", 1)[1] if shared else r[LABEL]
+            ax.annotate(name, (r[x], r["success_rate"]), xytext=(5, 6 if k % 2 == 0 else -14),
+                        textcoords="offset points", annotation_clip=False, fontsize=8)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlim(low, high)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(graph)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("Success rate (± one standard deviation)")
+    fig.suptitle(title + (f" — {shared} agent" if shared else ""))
     return _png(fig)
 
 
