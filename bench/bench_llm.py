@@ -78,7 +78,7 @@ def main() -> None:
     p.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     p.add_argument("--likelihood-links", type=int, nargs="+", default=[50, 200], help="links offered per step")
     p.add_argument("--likelihood-steps", type=int, default=3, help="steps timed per setting")
-    p.add_argument("--models", nargs="+", default=installed_models(), help="bundled models (default: installed)")
+    p.add_argument("--models", nargs="+", default=installed_llms(), help="bundled models (default: installed)")
     args = p.parse_args()
     from wikigame_spark.session import build_session
 
@@ -115,7 +115,7 @@ def main() -> None:
 SECTIONS = ("concurrency", "likelihood", "constrained", "tracing", "models")
 
 
-def installed_models() -> list[str]:
+def installed_llms() -> list[str]:
     """The bundled models whose packages are installed here."""
     found = []
     for name, model in models.MODELS.items():
