@@ -42,18 +42,27 @@ def fmt(value, digits: int = 3) -> str:
     return str(value)
 
 
+def _cells(df: pd.DataFrame) -> list[list[str]]:
+    """Each row's cells as text: a column of whole numbers held as floats (counts beside a missing
+    value, sums) shown as integers, not ``76.000``."""
+    columns = [df.iloc[:, i] for i in range(df.shape[1])]
+    whole = [pd.api.types.is_float_dtype(c) and c.dropna().map(lambda v: float(v).is_integer()).all() for c in columns]
+    return [
+        [fmt(int(v)) if w and not is_missing(v) else fmt(v) for v, w in zip(row, whole)]
+        for row in df.itertuples(index=False)
+    ]
+
+
 def md_table(df: pd.DataFrame) -> str:
-    cell = lambda v: fmt(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(cell(c) for c in df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    cell = lambda text: text.replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(cell(fmt(c)) for c in df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in _cells(df)]
     return "\n".join(lines)
 
 
 def html_table(df: pd.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in row) + "</tr>" for row in df.itertuples(index=False)
-    )
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in _cells(df))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 

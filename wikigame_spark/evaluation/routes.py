@@ -149,11 +149,13 @@ def render(doc, r: Routes, labels: list[str], graphs: list[str]) -> None:
         doc.heading("Leaderboard")
         doc.para(
             "Bradley–Terry rating (Elo scale, mean 0) from every game two agents both played: a win is a "
-            "success against a failure, or a success in fewer steps; ties left out. 95 % bootstrap "
-            "intervals (games resampled per games set). Success per graph with its 95 % Wilson interval "
-            "and the games played."
+            "success against a failure, or a success in fewer steps; ties left out. "
+            + ("One rating pooled over every graph's games. " if len(graphs) > 1 else "")
+            + "95 % bootstrap intervals (games resampled per games set). Success per graph with its 95 % "
+            "Wilson interval and the games played."
         )
-        doc.table(_rounded(r.leaderboard, 1))
+        ratings = [c for c in r.leaderboard.columns if c.startswith("rating")]
+        doc.table(r.leaderboard.round({c: 0 for c in ratings}).round(3))
     for table, what in ((r.strata_target, TARGET_STRATUM), (r.strata_source, SOURCE_STRATUM)):
         if table.empty:
             continue
