@@ -300,8 +300,11 @@ def sample_games(
         distance = resolved.distance
         cells = degrees.cell(resolved.source, resolved.target) if degrees else None
         accepted, counts = accept(distance, cfg.games, strata, cells, n_cells)
-        if done:  # the games the draws resolved so far make
-            log.info("sample_games: %d draws resolved, %d of %d games", done, counts["games"], cfg.games)
+        if done:  # the games the draws resolved so far make (draws resolve in batches: some go unused)
+            complete = counts["games"] == cfg.games
+            unused = f" (complete at draw {counts['draws']}: the {done - counts['draws']} after it unused)"
+            log.info("sample_games: %d draws resolved, %d of %d games%s", done, counts["games"], cfg.games,
+                     unused if complete else "")  # fmt: skip
         if counts["games"] == cfg.games:
             break
         if done >= limit:
