@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from numbers import Real
 
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS
-from wikigame_spark.session import PROJECT_DIR
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +29,14 @@ OUTPUT_TAG = "wikigame.outputs"  # the folders a job's run writes: a later run o
 
 def tracking_uri() -> str:
     """``MLFLOW_TRACKING_URI``; else the workspace's tracking on a Databricks cluster; else
-    ``mlflow.db`` in the checkout the package runs from, or in the working directory for an
-    installed wheel (:data:`~wikigame_spark.session.PROJECT_DIR`, never site-packages)."""
+    ``mlflow.db`` in the working directory, where the jobs' default outputs (``out/…``) go too:
+    a study's runs and outputs in one folder, and ``mlflow ui --backend-store-uri sqlite:///mlflow.db``
+    run there shows them."""
     if os.environ.get("MLFLOW_TRACKING_URI"):
         return os.environ["MLFLOW_TRACKING_URI"]
     if os.environ.get("DATABRICKS_RUNTIME_VERSION"):  # set on every Databricks cluster node
         return "databricks"
-    return f"sqlite:///{os.path.join(PROJECT_DIR, 'mlflow.db')}"
+    return f"sqlite:///{os.path.abspath('mlflow.db')}"
 
 
 def experiment_name(given: str = "") -> str:
