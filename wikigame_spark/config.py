@@ -405,7 +405,7 @@ class SampleGamesConfig:
 
     graph: str = setting("", "graph folder (nodes/, edges/, manifest.json)", required=True)
     output: str = setting("", "games folder (default GRAPH/games)")
-    games: int = setting(10000, "number of games")
+    games: int = setting(0, "number of games (default: one per node of the graph, at most 10,000)")
     seed: int = setting(0, SEED_HELP)
     target_language: str = setting("", "targets only from nodes whose `language` is this code (OpenAlex)")
     targets_where: str = setting("", "targets only from nodes matching this SQL, e.g. 'page_id > 70000000'")
@@ -433,8 +433,8 @@ class SampleGamesConfig:
     overwrite: bool = setting(False, OVERWRITE_HELP)
 
     def validate(self) -> None:
-        positive(self, "games", "bfs_batch_pairs")
-        non_negative(self, "degree_quantiles")
+        positive(self, "bfs_batch_pairs")
+        non_negative(self, "games", "degree_quantiles")
         if self.degree_quantiles == 1:
             raise ConfigError("--degree-quantiles 1: ask for at least 2 quantiles, or 0 for none")
         _seed(self)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+
 from wikigame_spark import io, layout, tracking
 from wikigame_spark.config import SampleGamesConfig
 from wikigame_spark.graph.frame import read_graph
@@ -11,11 +14,21 @@ from wikigame_spark.runner import GRAPH, Context, Input, Job, Output, Result
 from wikigame_spark.schemas import GAMES
 
 KIND = "games"
+log = logging.getLogger(__name__)
+
+
+# --games' ceiling when not given: the paper's size of a games set, on a graph with that many nodes.
+DEFAULT_GAMES = 10_000
 
 
 def sample(ctx: Context) -> Result:
     s: SampleGamesConfig = ctx.settings
     graph = read_graph(ctx.spark, ctx.inputs["graph"])
+    if not s.games:  # a games set the graph's size: 26 games on a 26-work graph, not 10,000 repeats
+        nodes = graph.handle.identity()["nodes"] or DEFAULT_GAMES
+        s = dataclasses.replace(s, games=min(nodes, DEFAULT_GAMES))
+        log.info("sample_games: %d games, one per node of the graph (at most %d; --games sets it)", s.games,
+                 DEFAULT_GAMES)  # fmt: skip
     sampled = sample_games(graph.nodes, graph.edges, s, graph.handle, degree_quantiles=s.degree_quantiles)
     io.write_tables(ctx.spark, ctx.stage(), {layout.GAMES: (sampled.games, GAMES)})
     c = sampled.counts
