@@ -63,12 +63,14 @@ def md_table(df: pd.DataFrame) -> str:
 def html_table(df: pd.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in _cells(df))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # a wide table scrolls inside the page instead of running off it
+    return f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 _CSS = (
     "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-    "table{border-collapse:collapse;margin:1em 0;font-size:14px}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:13px}.wide{overflow-x:auto;max-width:100%}"
+    "td{overflow-wrap:anywhere;max-width:32em}"
     "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f3f3f3}"
     "img{max-width:100%;border:1px solid #eee;margin:0.5em 0}figcaption{color:#555;font-size:13px}"
 )
