@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import threading
 
@@ -149,3 +150,21 @@ def test_schemes():
     assert is_local("/x") and is_local("file:///x") and is_local("C:/x") and not is_local("dbfs:/x")
     assert local_path("file:///x/y") == local_path("file:/x/y") == local_path("file://localhost/x/y") == "/x/y"
     assert preflight.absolute("file:///x/") == "/x" and preflight.absolute("s3a://b/k/") == "s3a://b/k"
+
+
+def test_delete_outlasts_a_writer_removing_its_own_files(tmp_path):
+    """A killed run's JVM can still be dropping its ``_temporary`` files while the resumed run
+    removes the unfinished chunk: the folder goes, whoever removes each entry first."""
+    store = Storage()
+    for trial in range(20):
+        folder = tmp_path / f"part-{trial}"
+        for attempt in range(40):
+            leaf = folder / "_temporary" / "0" / f"attempt_{attempt}"
+            leaf.mkdir(parents=True)
+            for i in range(20):
+                (leaf / f"part-{i}.parquet").write_bytes(b"x")
+        writer = threading.Thread(target=shutil.rmtree, args=(folder / "_temporary",), kwargs={"ignore_errors": True})
+        writer.start()
+        store.delete(str(folder))
+        writer.join()
+        assert not folder.exists()

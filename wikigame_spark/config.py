@@ -443,7 +443,7 @@ class SampleGamesConfig:
                 f"--max-draws: must be 0 (automatic) or at least --games {self.games}, got {self.max_draws}"
             )
         bands = self.strata()
-        if bands and self.games < len(bands):
+        if bands and 0 < self.games < len(bands):
             raise ConfigError(
                 f"--games: {self.games} is fewer than the {len(bands)} bands of --stratify {self.stratify!r}"
             )

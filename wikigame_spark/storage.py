@@ -22,6 +22,7 @@ import glob as globbing
 import os
 import re
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -270,7 +271,7 @@ class Storage:
         p = self._os(path)
         if p is not None:
             if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p)
+                _rmtree(p)
             else:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(p)
@@ -352,3 +353,17 @@ class Storage:
     def arrow(self, path: str, options: dict | None = None) -> tuple[pafs.FileSystem, str]:
         """How a worker reaches ``path`` (:func:`arrow`)."""
         return arrow(path, options)
+
+
+def _rmtree(path: str) -> None:
+    """``shutil.rmtree`` that outlasts a writer still finishing: a killed run's JVM can commit or
+    drop its ``_temporary`` files for a moment after the driver is gone, under the folder being removed."""
+    for wait in (0.1, 0.5, 2.0):
+        try:
+            shutil.rmtree(path)
+            return
+        except FileNotFoundError:
+            if not os.path.lexists(path):
+                return
+            time.sleep(wait)
+    shutil.rmtree(path)

@@ -26,7 +26,7 @@ def sample(ctx: Context) -> Result:
     graph = read_graph(ctx.spark, ctx.inputs["graph"])
     if not s.games:  # a games set the graph's size: 26 games on a 26-work graph, not 10,000 repeats
         nodes = graph.handle.identity()["nodes"] or DEFAULT_GAMES
-        s = dataclasses.replace(s, games=min(nodes, DEFAULT_GAMES))
+        s = dataclasses.replace(s, games=max(min(nodes, DEFAULT_GAMES), len(s.strata())))
         log.info("sample_games: %d games, one per node of the graph (at most %d; --games sets it)", s.games,
                  DEFAULT_GAMES)  # fmt: skip
     sampled = sample_games(graph.nodes, graph.edges, s, graph.handle, degree_quantiles=s.degree_quantiles)
