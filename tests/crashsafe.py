@@ -6,7 +6,9 @@ puts back every file the worker ever ran, finished ones too (a replacement then 
 batch that never completes), reruns the test that crashed, and may hand a replacement a single
 test, which a worker holds until a second arrives (pytest-xdist issues 784, 1323, 1327). This
 scheduler puts back only the unfinished tests of the crashed worker's files, not the one that
-crashed, and gives a worker at least three tests or the rest of the queue, with its shutdown.
+crashed, and gives a worker at least three tests or the rest of the queue, with its shutdown. A
+worker that died but is not yet removed (two crashes at once) gets nothing, its channel closed, nor
+does a replacement still collecting: what they would have run stays queued for the others.
 """
 
 from __future__ import annotations
@@ -31,12 +33,25 @@ class CrashSafeLoadFile(LoadFileScheduling):
         return crashed
 
     def _reschedule(self, node) -> None:
-        if node.shutting_down:
+        if node.shutting_down or node not in self.registered_collections:  # a replacement still collecting
             return
-        while self.workqueue and self._pending_of(self.assigned_work.get(node, {})) <= _LOW:
-            self._assign_work_unit(node)
-        if not self.workqueue:
-            node.shutdown()
+        try:
+            while self.workqueue and self._pending_of(self.assigned_work.get(node, {})) <= _LOW:
+                self._assign_work_unit(node)
+            if not self.workqueue:
+                node.shutdown()
+        except OSError:  # the worker is dead; xdist removes it next
+            pass
+
+    def _assign_work_unit(self, node) -> None:
+        scope, unit = next(iter(self.workqueue.items()))
+        try:
+            super()._assign_work_unit(node)
+        except OSError:
+            del self.assigned_work[node][scope]
+            self.workqueue[scope] = unit
+            self.workqueue.move_to_end(scope, last=False)
+            raise
 
 
 def pytest_xdist_make_scheduler(config, log):
