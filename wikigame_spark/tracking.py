@@ -126,6 +126,12 @@ def clean_params(params: dict) -> dict[str, str]:
     return {k: ("" if v is None else str(v))[:MAX_PARAM_CHARS] for k, v in params.items()}
 
 
+def _logged(params: dict) -> dict[str, str]:
+    """The params a run shows: empty ones (a setting left unset) are not logged, as readers take
+    a missing param as empty."""
+    return {k: v for k, v in clean_params(params).items() if v != ""}
+
+
 def log_params_resumable(run, params: dict) -> None:
     """Log ``params`` on a new or resumed run. MLflow refuses to change a logged param: a resumed
     run keeps its values, and any that differ now (settings that only change speed, since a
@@ -133,7 +139,7 @@ def log_params_resumable(run, params: dict) -> None:
     import mlflow
 
     had = run.data.params
-    clean = clean_params(params)
+    clean = _logged(params)
     new = {k: v for k, v in clean.items() if k not in had}
     changed = {k: v for k, v in clean.items() if k in had and had[k] != v}
     if new:
@@ -152,7 +158,7 @@ def start_run(
     experiment_id = setup(experiment)
     with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags) as run:
         if params:
-            mlflow.log_params(clean_params(params))
+            mlflow.log_params(_logged(params))
         log.info("mlflow: run %s in experiment %r at %s", run.info.run_id, experiment, tracking_uri())
         yield run
 
@@ -163,7 +169,7 @@ def resumable_run(experiment_id: str, run_name: str, identity: dict):
     if previous is None or previous.info.status == "FINISHED":
         return None
     had = previous.data.params
-    same = all(had.get(k) == v for k, v in clean_params(identity).items() if k in had)
+    same = all(had.get(k, "") == v for k, v in clean_params(identity).items())
     return previous if same else None
 
 

@@ -91,6 +91,7 @@ def test_one_experiment_for_a_study_and_the_tags_to_group_by(ltg_graph, games_di
     assert play.data.tags["graph"] == "ltgwiki" and play.data.tags["agent"] == "random"
     assert play.data.tags["protocol"] == "paper" and play.data.tags["games"] == games_dir
     assert "base_url" not in play.data.params and "tfidf_sample_size" not in play.data.params  # its own only
+    assert "" not in play.data.params.values() and "run_name" not in play.data.params  # unset settings: not logged
 
 
 def _plays_manifest(out: str) -> dict:

@@ -163,7 +163,8 @@ def test_the_run_record_names_graph_games_agent_model(setup, spark, monkeypatch,
     }
     assert len(identity[record.MODEL_DIGEST]) == 40 and os.path.isabs(identity[record.GRAPH_URI])
     run = MlflowClient(s["uri"]).get_run(manifest["mlflow_run_id"])
-    assert {k: run.data.params[k] for k in record.IDENTITY_PARAMS} == {k: str(v) for k, v in identity.items()}
+    assert {k: run.data.params.get(k, "") for k in record.IDENTITY_PARAMS} == {k: str(v) for k, v in identity.items()}
+    assert "" not in run.data.params.values() and record.LLM_ENGINE not in run.data.params  # unset: not logged
     m = run.data.metrics
     assert not set(record.USAGE_METRICS) & set(m)  # the embedding agent asks no model server: nothing to count
     for chunk in chunk_manifests(out).values():

@@ -171,9 +171,21 @@ def render(doc, r: Routes, labels: list[str], graphs: list[str]) -> None:
                 for p, sd, n in zip(table["success_rate"], table["success_rate_sd"], table["games"])
             ]
         )
-        wide = cells.pivot_table(index=["label", "graph"], columns=what, values="cell", aggfunc="first")
-        wide.columns = [str(c) for c in wide.columns]
-        doc.table(_renamed(wide.reset_index().fillna("–")))
+        doc.table(_renamed(_by_quartile(cells, what)))
+
+
+def _by_quartile(cells: pd.DataFrame, what: str) -> pd.DataFrame:
+    """One column per quartile (Q1…) whatever each graph's degrees, and one naming each graph's
+    quartile edges: a stratum reads "Q1 (in-links 0–2)"."""
+    parts = cells[what].str.extract(r"^(\S+)(?: \((\S+) (.+)\))?$")
+    cells = cells.assign(quartile=parts[0], edges=parts[0] + " " + parts[2].fillna(""))
+    wide = cells.pivot_table(index=["label", "graph"], columns="quartile", values="cell", aggfunc="first")
+    wide.columns = [str(c) for c in wide.columns]
+    wide = wide.reset_index().fillna("–")
+    if parts[1].notna().any():
+        spans = cells.drop_duplicates(["graph", "quartile"]).sort_values("quartile").groupby("graph")["edges"]
+        wide[f"quartiles ({parts[1].dropna().iloc[0]})"] = wide["graph"].map(spans.agg(" · ".join))
+    return wide
 
 
 def metrics(r: Routes, key) -> dict[str, float]:
