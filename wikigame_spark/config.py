@@ -334,6 +334,12 @@ class WikipediaBuildConfig:
     )
     max_redirect_hops: int = setting(32, "longer redirect chains are counted as cycles")
     summary_chars: int = setting(1000, "characters kept of each article's summary")
+    summary: str = setting(
+        "paper",
+        "each article's summary: the paper's stripped wikitext, or clean (file, category and "
+        "interlanguage links, tables and media tags left out)",
+        choices=("paper", "clean"),
+    )
     allow_empty: bool = setting(False, "write a graph without articles instead of failing")
     overwrite: bool = setting(False, OVERWRITE_HELP)
 

@@ -183,3 +183,20 @@ def test_standalone_cluster_gives_the_same_graph(spark, ltg_graph, tmp_path):
     for x, y in zip(a[:3], b[:3]):
         assertDataFrameEqual(x, y)
     assert a[3]["counts"] == b[3]["counts"]
+
+
+@pytest.mark.slow
+def test_clean_summaries_change_only_the_summaries(spark, ltg_graph, tmp_path):
+    """``--summary clean``: the same nodes and edges, summaries without markup residue, cut to
+    ``--summary-chars``, and the manifest says which summary it holds."""
+    out = str(tmp_path / "clean")
+    assert build_wikipedia.main(["--input", LTG, "--output", out, "--summary", "clean", "--summary-chars", "300"]) == 0
+    paper, clean = load(spark, ltg_graph), load(spark, out)
+    assertDataFrameEqual(paper[1], clean[1])
+    assertDataFrameEqual(paper[0].drop("summary"), clean[0].drop("summary"))
+    assert paper[3]["summary"] == {"style": "paper", "chars": 1000}
+    assert clean[3]["summary"] == {"style": "clean", "chars": 300}
+    residue = r"[0-9]+ ?px|\bthumb\b"
+    assert paper[0].filter(F.col("summary").rlike(residue)).count() > 100
+    assert clean[0].filter(F.col("summary").rlike(residue)).count() == 1  # an unclosed file link
+    assert clean[0].agg(F.max(F.length("summary"))).first()[0] == 300

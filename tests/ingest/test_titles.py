@@ -12,6 +12,7 @@ from wikigame_spark.ingest.titles import (
     capitalise_first,
     classify_target,
     page_title,
+    reads_as_text,
 )
 
 EN = SiteInfo(dbname="enwiki", case="first-letter", namespaces={"category": 14, "file": 6, "template": 10})
@@ -99,3 +100,32 @@ def test_page_title_keeps_case_where_the_wiki_does():
     site = SiteInfo(dbname="enwiktionary", case="case-sensitive")
     assert page_title("physics", site) == "physics"
     assert page_title("lower_case", site) == "lower case"
+
+
+@pytest.mark.parametrize(
+    "raw, shown",
+    [
+        ("Foo", True),
+        ("Star Wars: Episode I", True),
+        ("File:a.jpg", False),
+        ("image:a.jpg", False),
+        ("Category:Physics", False),
+        (":Category:Physics", True),
+        ("Media:sound.ogg", False),
+        ("de:Physik", False),
+        ("wikt:physics", True),
+        ("Template:Foo", True),
+        # the wiki's own alias for File: not in the siteinfo, known by the file's extension
+        ("Attēls:Flag of the Vatican City.svg", False),
+        ("Chapter 2: Going.home", True),
+    ],
+)
+def test_reads_as_text(raw, shown):
+    assert reads_as_text(raw, EN) is shown
+
+
+def test_localised_file_and_category_links_read_as_no_text():
+    site = read_siteinfo(LTG)
+    assert not reads_as_text("Fails:Caracal distribution.png", site)
+    assert not reads_as_text("kategoreja:Latgola", site)
+    assert reads_as_text("Latgola", site)

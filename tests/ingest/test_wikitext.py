@@ -1,11 +1,21 @@
+import functools
+import re
+
 import mwparserfromhell
 import pytest
 
 from tests.conftest import BNWIKI, ENWIKI, LTG
 from wikigame_spark.ingest.dumps import DumpTask, iter_pages, read_siteinfo
-from wikigame_spark.ingest.pages import normalise_links
-from wikigame_spark.ingest.titles import target_classifier
-from wikigame_spark.ingest.wikitext import extract_fast, extract_reference, fast_links, fast_summary, strip_code
+from wikigame_spark.ingest.pages import ARTICLE, CLEAN_SUMMARY, PAPER_SUMMARY, normalise_links, task_rows
+from wikigame_spark.ingest.titles import SiteInfo, reads_as_text, target_classifier
+from wikigame_spark.ingest.wikitext import (
+    FAST,
+    extract_fast,
+    extract_reference,
+    fast_links,
+    fast_summary,
+    strip_code,
+)
 
 
 @pytest.mark.parametrize(
@@ -105,3 +115,59 @@ def test_fast_agrees_with_reference_on_real_dumps(path, link_differences):
         other_summary += ref_summary != summary
     assert len(articles) > 100
     assert (other_links, other_summary) == (link_differences, 0)
+
+
+# What the paper's summary keeps of markup: image parameters, captions and table syntax.
+_RESIDUE = re.compile(r"\d+\s?px|\bthumb\b|^\s*[|!{]", re.M)
+_EN = SiteInfo(dbname="enwiki", case="first-letter", namespaces={"category": 14, "file": 6})
+
+
+def _clean(text: str, chars: int = 1000) -> str:
+    return fast_summary(text, chars, functools.partial(reads_as_text, site=_EN))
+
+
+@pytest.mark.parametrize(
+    "text, paper, clean",
+    [
+        ("[[File:a.jpg|thumb|200px|A cat]] The cat.", "thumb|200px|A cat The cat.", "The cat."),
+        ("[[Attēls:a.svg|150px|border]] X", "150px|border X", "X"),
+        ("X [[de:X]] [[Category:Y]]", "X de:X Category:Y", "X"),
+        ("[[:Category:Y|the category]] [[Foo|foo]]", "the category foo", "the category foo"),
+        ("<gallery>\na.jpg|One\n</gallery>\nText", "Text", "Text"),
+        ("{| class=x\n|-\n| a || b\n|}\nAfter", " a  b\nAfter", "a b\nAfter"),
+        # table markup the parser leaves as text (a cell holding a link opens no table)
+        (
+            "Intro\n| style=x | Riga || 600\n|-\n! Year\n",
+            "Intro\n| style=x | Riga || 600\n|-\n! Year",
+            "Intro\nRiga 600\n\nYear",
+        ),
+    ],
+)
+def test_clean_summary_leaves_out_markup_residue(text, paper, clean):
+    assert fast_summary(text) == paper == mwparserfromhell.parse(text).strip_code()
+    assert _clean(text) == clean
+
+
+def test_clean_summary_is_cut_to_length_after_cleaning():
+    text = "[[File:a.jpg|thumb|A long caption]] " + "word " * 400
+    assert _clean(text, 50) == "word " * 10
+    assert len(_clean(text)) == 1000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path, residue", [(LTG, 1), (ENWIKI, 0), (BNWIKI, 5)])
+def test_clean_summaries_on_real_dumps(path, residue):
+    """Every article of each dump: the paper's summaries hold markup residue, the clean ones
+    almost none (what is left is markup the source itself breaks: an unclosed file link, an
+    unclosed infobox); links are the same either way."""
+    site = read_siteinfo(path)
+    task = DumpTask(path)
+    paper, clean = (
+        {r[6]: r for r in task_rows(task, site, FAST, 8 << 20, style) if r[1] == ARTICLE}
+        for style in (PAPER_SUMMARY, CLEAN_SUMMARY)
+    )
+    assert paper.keys() == clean.keys() and len(paper) > 100
+    assert all(paper[t][11] == clean[t][11] for t in paper)
+    left = [t for t, r in clean.items() if _RESIDUE.search(r[10])]
+    assert sum(1 for r in paper.values() if _RESIDUE.search(r[10])) > len(paper) / 4
+    assert len(left) == residue, left

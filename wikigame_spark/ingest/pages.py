@@ -5,12 +5,21 @@ Plain Python on plain values: runs inside Spark tasks and in unit tests alike.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterator
 
 from wikigame_spark.ingest.dumps import DumpTask, iter_pages
-from wikigame_spark.ingest.titles import INVALID_TITLE, MAIN, SiteInfo, classify_target, page_title, target_classifier
-from wikigame_spark.ingest.wikitext import EXTRACTORS
+from wikigame_spark.ingest.titles import (
+    INVALID_TITLE,
+    MAIN,
+    SiteInfo,
+    classify_target,
+    page_title,
+    reads_as_text,
+    target_classifier,
+)
+from wikigame_spark.ingest.wikitext import EXTRACTORS, SUMMARY_CHARS
 
 ARTICLE = "article"
 REDIRECT = "redirect"
@@ -23,6 +32,11 @@ NO_TEXT = "no_text"
 TOO_LARGE = "too_large"
 UNPARSEABLE = "unparseable"
 REJECTIONS = (TRUNCATED, MISSING_FIELD, INVALID_TITLE, NO_TEXT, TOO_LARGE, UNPARSEABLE)
+
+# How an article's summary is made: the paper's stripped text, or that without markup residue.
+PAPER_SUMMARY = "paper"
+CLEAN_SUMMARY = "clean"
+SUMMARIES = (PAPER_SUMMARY, CLEAN_SUMMARY)
 
 Extractor = Callable[[str], tuple[list[str], str]]
 Classifier = Callable[[str], tuple[str, str]]
@@ -127,9 +141,26 @@ def page_row(
     return _row(file, ARTICLE, text_bytes=size, summary=summary, links=links, links_dropped=dropped, **common)
 
 
-def task_rows(task: DumpTask, site: SiteInfo, method: str, max_text_bytes: int) -> Iterator[tuple]:
+def extractor(
+    method: str, site: SiteInfo, summary: str = PAPER_SUMMARY, summary_chars: int = SUMMARY_CHARS
+) -> Extractor:
+    """One wiki's extraction: ``method``'s links, and its summary made as ``summary`` says."""
+    shows = None
+    if summary == CLEAN_SUMMARY:
+        shows = functools.lru_cache(maxsize=1 << 12)(functools.partial(reads_as_text, site=site))
+    return functools.partial(EXTRACTORS[method], summary_chars=summary_chars, reads_as_text=shows)
+
+
+def task_rows(
+    task: DumpTask,
+    site: SiteInfo,
+    method: str,
+    max_text_bytes: int,
+    summary: str = PAPER_SUMMARY,
+    summary_chars: int = SUMMARY_CHARS,
+) -> Iterator[tuple]:
     """All ``PAGES`` rows of one dump task."""
-    extract = EXTRACTORS[method]
+    extract = extractor(method, site, summary, summary_chars)
     classify = target_classifier(site)
     for rec in iter_pages(task):
         yield page_row(rec, task.path, site, extract, max_text_bytes, classify)

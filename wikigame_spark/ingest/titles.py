@@ -48,6 +48,13 @@ PROJECT_INTERWIKI = frozenset(
     ).split()
 )
 _LANGUAGE_PREFIX = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$")
+# Media, File, Category: a link there shows an image or files the page in a category, no text.
+UNSEEN_NAMESPACES = frozenset({-2, 6, 14})
+# A title with a namespace-like prefix and a media file's extension: a file link under one of the
+# wiki's aliases for its File namespace, which a dump's siteinfo does not list (``Attēls:``).
+_MEDIA_FILE = re.compile(
+    r"^[^:]+:.+\.(?:jpe?g|png|gif|svg|tiff?|webp|xcf|pdf|djvu|og[agv]|webm|mp[34]|wav|flac|midi?|stl)$", re.I
+)
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
 _SPACES = re.compile(r"[\s_\u00a0\u200e\u200f]+")
 _ILLEGAL = re.compile(r"[<>\[\]{}|]")
@@ -139,6 +146,18 @@ def classify_target(raw: str, site: SiteInfo) -> tuple[str, str]:
     if not text:
         return INVALID, ""
     return MAIN, capitalise_first(text, site.case)
+
+
+def reads_as_text(raw: str, site: SiteInfo) -> bool:
+    """Whether a wikilink shows as text in the article: not a file, media or category link, nor an
+    interlanguage link (a leading colon makes any of them a plain link)."""
+    text = _SPACES.sub(" ", raw).strip()
+    if text.startswith(":") or ":" not in text:
+        return True
+    prefix = text.split(":", 1)[0].strip()
+    if site.namespace_of(prefix) in UNSEEN_NAMESPACES or _MEDIA_FILE.match(text):
+        return False
+    return prefix.lower() in PROJECT_INTERWIKI or not _LANGUAGE_PREFIX.match(prefix)
 
 
 def target_classifier(site: SiteInfo, cache_size: int = 1 << 17) -> Callable[[str], tuple[str, str]]:

@@ -18,8 +18,17 @@ from wikigame_spark.drops import Drops
 from wikigame_spark.graph.ids import dense_index
 from wikigame_spark.ingest.dumps import DumpError, DumpTask, read_siteinfo
 from wikigame_spark.ingest.empty import ALLOW_EMPTY_HINT, EmptyGraphError
-from wikigame_spark.ingest.pages import ARTICLE, OTHER_NAMESPACE, REDIRECT, REJECTED, REJECTIONS, task_rows
+from wikigame_spark.ingest.pages import (
+    ARTICLE,
+    OTHER_NAMESPACE,
+    PAPER_SUMMARY,
+    REDIRECT,
+    REJECTED,
+    REJECTIONS,
+    task_rows,
+)
 from wikigame_spark.ingest.titles import SiteInfo
+from wikigame_spark.ingest.wikitext import SUMMARY_CHARS
 from wikigame_spark.schemas import (
     DST,
     ID,
@@ -69,12 +78,25 @@ def dump_siteinfo(files: list[str], lang: str = "") -> SiteInfo:
 
 
 def read_dump_pages(
-    spark: SparkSession, tasks: list[DumpTask], site: SiteInfo, method: str, max_text_bytes: int
+    spark: SparkSession,
+    tasks: list[DumpTask],
+    site: SiteInfo,
+    method: str,
+    max_text_bytes: int,
+    summary: str = PAPER_SUMMARY,
+    summary_chars: int = SUMMARY_CHARS,
 ) -> DataFrame:
     """Parse dump tasks on the executors, one Spark task each, into the ``PAGES`` table."""
     if not tasks:
         raise DumpError("no dump files to read")
-    rows = functools.partial(task_rows, site=site, method=method, max_text_bytes=max_text_bytes)
+    rows = functools.partial(
+        task_rows,
+        site=site,
+        method=method,
+        max_text_bytes=max_text_bytes,
+        summary=summary,
+        summary_chars=summary_chars,
+    )
     rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(rows)
     # Rows are built by page_row to the PAGES schema; per-row verification would only cost time.
     return spark.createDataFrame(rdd, PAGES, verifySchema=False)

@@ -11,6 +11,10 @@ Two methods with the same output contract, ``(raw link titles, summary)``:
   chunks go through the library's C tokenizer; ``strip_code()`` is then computed straight from
   the tokens instead of building the node tree in Python (most of the parse's cost).
 
+A clean summary (:func:`fast_summary` given which links read as text) leaves out what the
+paper's method keeps of file, category and interlanguage links (captions, ``thumb``, ``250px``),
+media tags, and the markup of tables (their cells are kept, as the paper keeps them).
+
 Raw titles are normalised later by :mod:`wikigame_spark.ingest.titles`; equality between the two
 methods is measured on the normalised, resolved edge sets (``make bench``).
 """
@@ -18,6 +22,7 @@ methods is measured on the normalised, resolved edge sets (``make bench``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import mwparserfromhell
 from mwparserfromhell.definitions import INVISIBLE_TAGS, PARSER_BLACKLIST
@@ -28,10 +33,19 @@ FAST = "fast"
 REFERENCE = "reference"
 
 
-def extract_reference(text: str, summary_chars: int = SUMMARY_CHARS) -> tuple[list[str], str]:
-    """The paper's method: full parse, every wikilink, stripped text cut to length."""
+# A wikilink's title → whether the link shows as text (titles.reads_as_text of one wiki).
+ReadsAsText = Callable[[str], bool]
+
+
+def extract_reference(
+    text: str, summary_chars: int = SUMMARY_CHARS, reads_as_text: ReadsAsText | None = None
+) -> tuple[list[str], str]:
+    """The paper's method: full parse, every wikilink, stripped text cut to length (or the clean
+    summary, given ``reads_as_text``)."""
     code = mwparserfromhell.parse(text)
     links = [str(link.title) for link in code.filter_wikilinks()]
+    if reads_as_text is not None:
+        return links, fast_summary(text, summary_chars, reads_as_text)
     return links, code.strip_code()[:summary_chars]
 
 
@@ -306,14 +320,70 @@ class _Stripper:
         return contents
 
 
+# Tags whose content is no prose: galleries, image maps, timelines, maps, scores.
+_UNSEEN_TAGS = frozenset("gallery imagemap timeline graph mapframe maplink score".split())
+# A line the parser left as text that is table markup: ``{|``, ``|}``, ``|-``, ``|+``, ``| cell``,
+# ``! header``.
+_TABLE_LINE = re.compile(r"^[ \t]*(\{\||\|\}|\|-|\|\+|\||!)(.*)$", re.M)
+_CELLS = re.compile(r"\|\||!!")
+
+
+def _table_line_text(match: re.Match) -> str:
+    """A table markup line as the reader sees it: its cells' contents (attributes and markup left
+    out), a row or table delimiter as nothing."""
+    mark, rest = match.groups()
+    if mark in ("{|", "|}", "|-"):
+        return ""
+    if mark == "|+":
+        return rest.strip()
+    cells = (cell.split("|", 1)[-1].strip() for cell in _CELLS.split(rest))
+    return " ".join(cell for cell in cells if cell)
+
+
+class _CleanStripper(_Stripper):
+    """:class:`_Stripper` leaving out links that show no text and tags that hold no prose,
+    keeping of table markup the parser left as text only the cells' contents, and spaces single."""
+
+    def __init__(self, tokens: list, reads_as_text: ReadsAsText):
+        super().__init__(tokens)
+        self.reads_as_text = reads_as_text
+
+    def node(self, kind) -> str | None:
+        if kind is _T.WikilinkOpen:
+            title, text = self._two_parts(_T.WikilinkSeparator, _T.WikilinkClose)
+            if not self.reads_as_text(title):
+                return None
+            return title if text is None else text
+        return super().node(kind)
+
+    def tag(self) -> str | None:
+        name = self.tokens[self.i + 1] if self.i + 1 < len(self.tokens) else None
+        if type(name) is _T.Text and name["text"].strip().lower() in _UNSEEN_TAGS:
+            self.skip()
+            return None
+        return super().tag()
+
+    def code(self, stops: tuple) -> str:
+        text = super().code(stops)
+        if stops:
+            return text
+        lines = (" ".join(line.split()) for line in _TABLE_LINE.sub(_table_line_text, text).split("\n"))
+        return _collapse(["\n".join(lines)])
+
+
+def _stripper(tokens: list, reads_as_text: ReadsAsText | None) -> _Stripper:
+    return _Stripper(tokens) if reads_as_text is None else _CleanStripper(tokens, reads_as_text)
+
+
 def strip_code(text: str) -> str:
     """``mwparserfromhell.parse(text).strip_code()``: the C tokenizer reads the text exactly as
     ``parse`` does; the (slow, Python) node tree is never built."""
     return _Stripper(_PARSER._tokenizer.tokenize(text)).code(())
 
 
-def fast_summary(text: str, summary_chars: int = SUMMARY_CHARS) -> str:
-    """``parse(text).strip_code()[:summary_chars]``, parsing only as much of the text as needed.
+def fast_summary(text: str, summary_chars: int = SUMMARY_CHARS, reads_as_text: ReadsAsText | None = None) -> str:
+    """``parse(text).strip_code()[:summary_chars]``, parsing only as much of the text as needed
+    (the clean summary, given ``reads_as_text``).
 
     The text is read in chunks that end at paragraph breaks where all templates, links, tables,
     comments and tags are closed, so each chunk parses as it does inside the whole article and the
@@ -321,15 +391,16 @@ def fast_summary(text: str, summary_chars: int = SUMMARY_CHARS) -> str:
     (collapsed to one blank line). Chunks are read until the summary is long enough; a chunk whose
     parse is unsettled is read again, twice as long.
     """
+    tokenize = _PARSER._tokenizer.tokenize
     least = 2 * summary_chars  # characters of wikitext read by the next chunk, at least
     if len(text) <= least:
-        return strip_code(text)[:summary_chars]
+        return _stripper(tokenize(text), reads_as_text).code(())[:summary_chars]
     stripped = ""
     done = 0
     for cut in _safe_cuts(text):
         if cut - done < least:
             continue
-        stripper = _Stripper(_PARSER._tokenizer.tokenize(text[done:cut]))
+        stripper = _stripper(tokenize(text[done:cut]), reads_as_text)
         chunk = stripper.code(())
         if stripper.unsettled:
             least = 2 * (cut - done)
@@ -339,7 +410,7 @@ def fast_summary(text: str, summary_chars: int = SUMMARY_CHARS) -> str:
             return stripped[:summary_chars]
         done = cut
         least = 2 * (summary_chars - len(stripped))
-    return _join(stripped, strip_code(text[done:]))[:summary_chars]
+    return _join(stripped, _stripper(tokenize(text[done:]), reads_as_text).code(()))[:summary_chars]
 
 
 def _join(head: str, tail: str) -> str:
@@ -347,9 +418,11 @@ def _join(head: str, tail: str) -> str:
     return f"{head}\n\n{tail}" if head and tail else head or tail
 
 
-def extract_fast(text: str, summary_chars: int = SUMMARY_CHARS) -> tuple[list[str], str]:
+def extract_fast(
+    text: str, summary_chars: int = SUMMARY_CHARS, reads_as_text: ReadsAsText | None = None
+) -> tuple[list[str], str]:
     """Same contract as :func:`extract_reference`, several times faster."""
-    return fast_links(text), fast_summary(text, summary_chars)
+    return fast_links(text), fast_summary(text, summary_chars, reads_as_text)
 
 
 EXTRACTORS = {FAST: extract_fast, REFERENCE: extract_reference}

@@ -19,7 +19,7 @@ def build(ctx: Context) -> Result:
     spark = ctx.spark
     tasks = plan_tasks(files, s.task_bytes, spark.sparkContext.defaultParallelism)
     with cli.stage("build_wikipedia", "build_graph", files):
-        pages = read_dump_pages(spark, tasks, site, s.method, s.max_text_bytes)
+        pages = read_dump_pages(spark, tasks, site, s.method, s.max_text_bytes, s.summary, s.summary_chars)
         graph = build_graph(pages, s.max_redirect_hops)
     check_graph(graph.counts, files, s.allow_empty)
     tables = {
@@ -39,6 +39,7 @@ def build(ctx: Context) -> Result:
         "generator": site.generator,
         "newest_revision": c["newest_revision"],
         "counts": c,
+        "summary": {"style": s.summary, "chars": s.summary_chars},
     }
     rejected = c["pages"]["rejected"]
     summary = (
