@@ -36,6 +36,7 @@ RANK = {
     "session": 1,
     "quiet_daemon": 1,  # PySpark's worker daemon, as the session's Spark runs it
     "preflight": 1,
+    "progress": 1,
     "graph": 2,
     "agents": 3,
     "ingest": 3,

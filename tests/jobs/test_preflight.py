@@ -157,3 +157,24 @@ def test_games_table_without_its_graph_is_refused(graphs, env):
     play("--graph", graphs["a"], "--games-dir", graphs["games"], env=env).refused("its manifest names no graph")
     shutil.rmtree(graphs["games"])
     play("--graph", graphs["a"], "--games-dir", graphs["games"], env=env).refused(f"{graphs['games']}: not found")
+
+
+@pytest.mark.parametrize(
+    "flags, fragment",
+    [
+        (["--agent", "embedding", "--model", "no-such/model"], "--model no-such/model: not installed here"),
+        (["--agent", "embedding", "--model", "/no/such/folder"], "not a model hub name"),
+        (["--agent", "tfidf", "--corpus-graph", "/no/such/graph"], "--corpus-graph /no/such/graph: not found"),
+    ],
+)
+def test_an_agents_missing_model_or_corpus_is_refused_before_spark_starts(graphs, tmp_path, flags, fragment):
+    """Refused by the job's own process before its JVM starts (Java's first word never printed),
+    where the workers would otherwise try the model hub task after task."""
+    env = job_env(f"sqlite:///{tmp_path}/mlflow.db", HF_HUB_OFFLINE="1")
+    args = ("--graph", graphs["a"], "--games-dir", graphs["games"], *flags)
+    done = run_job("play_games", *args, env=env, process=True)
+    line = done.refused(fragment)
+    if "--model" in flags:
+        assert "installed: all-MiniLM-L6-v2" in line
+    assert "WARNING: Using incubator modules" not in done.err
+    assert not os.path.exists(f"{graphs['a']}/plays")

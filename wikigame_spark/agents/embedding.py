@@ -26,7 +26,7 @@ from wikigame_spark.agents.base import (
 from wikigame_spark.agents.embedding_cache import cache_cost, ensure_embeddings, load_matrix
 from wikigame_spark.agents.encoders import BACKENDS, DEFAULT, Runtime, load_encoder, missing_packages
 from wikigame_spark.agents.options import AgentOptions, option
-from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_digest, prompt_names
+from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, check_model, model_digest, prompt_names
 from wikigame_spark.config import ConfigError
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.schemas import SUMMARY, TITLE
@@ -81,6 +81,7 @@ class EmbeddingAgent(Agent):
     @classmethod
     def identity(cls, settings: AgentSettings) -> ModelIdentity:
         model = cls.model_of(settings)
+        check_model(model)
         return ModelIdentity(model=model, model_digest=model_digest(model))
 
     def __init__(self, graph, settings, resources) -> None:

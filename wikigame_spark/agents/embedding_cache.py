@@ -11,6 +11,7 @@ it as one float32 matrix file inside the cache, mapped read-only
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pyspark import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, StructType
 
-from wikigame_spark import io, layout
+from wikigame_spark import io, layout, progress
 from wikigame_spark.agents.devices import task_device
 from wikigame_spark.agents.encoders import DEFAULT, Runtime, load_encoder, runtime_for
 from wikigame_spark.agents.sentence_models import model_slug
@@ -34,6 +35,8 @@ from wikigame_spark.schemas import ID, NODES, SUMMARY, require_columns
 log = logging.getLogger(__name__)
 
 VECTOR = "vector"
+TEXTS_PER_TASK = 200
+TASKS_PER_CORE = 4
 EMBEDDINGS = StructType([StructField(ID, LongType(), False), StructField(VECTOR, ArrayType(FloatType(), False), False)])
 
 
@@ -123,7 +126,11 @@ def ensure_embeddings(
     if io.current_cache(spark, path, created):
         return mapped.ensure_matrix(spark, path)
     nodes = io.read_table(spark, graph.dir.nodes, NODES)
-    n_parts = max(spark.sparkContext.defaultParallelism, 1)
+    count = graph.identity()["nodes"] or nodes.count()
+    cores = max(spark.sparkContext.defaultParallelism, 1)
+    # Tasks of TEXTS_PER_TASK texts show progress as they finish; TASKS_PER_CORE at most keeps the
+    # files few (each worker loads the model once, whatever its number of tasks).
+    n_parts = max(cores, min(math.ceil(count / TEXTS_PER_TASK), TASKS_PER_CORE * cores))
     cost = EncodingCost.start(spark)
     vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name, runtime, cost)
     manifest = {
@@ -136,7 +143,10 @@ def ensure_embeddings(
         "text": text_col,
         "prompt_name": prompt_name,
     }
-    io.write_cache(spark, path, layout.VECTORS, vectors, EMBEDDINGS, lambda: {**manifest, "cost": cost.record()})
+    what = f"embedding {count:,} {text_col} texts with {model} ({runtime.backend})"
+    log.info("%s in %d tasks: once per graph and model, later runs read the cache", what, n_parts)
+    with progress.spark_tasks(spark, what):
+        io.write_cache(spark, path, layout.VECTORS, vectors, EMBEDDINGS, lambda: {**manifest, "cost": cost.record()})
     log.info("embedded %s of %s with %s into %s", text_col, graph.path, model, path)
     return mapped.ensure_matrix(spark, path)
 

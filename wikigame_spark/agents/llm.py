@@ -45,6 +45,7 @@ from wikigame_spark.agents.llm_client import (
     server_slots,
 )
 from wikigame_spark.agents.options import AgentOptions, non_negative, option, positive
+from wikigame_spark.agents.sentence_models import check_model
 from wikigame_spark.agents.traces import Query, Step, StepTracer
 from wikigame_spark.config import ConfigError
 from wikigame_spark.handles import GraphHandle
@@ -152,6 +153,8 @@ class LlmAgent(Agent):
         what it serves."""
         options = settings.options
         cls.check_options(options)
+        if options.top_k:
+            check_model(options.ranking_model, "--embedding-model")
         base_url, key = options.base_url or None, settings.api_key or None
         check_server(base_url, key)
         cls.probe(options, settings.model, base_url, key)

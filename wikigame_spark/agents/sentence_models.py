@@ -33,8 +33,10 @@ import zipfile
 from dataclasses import dataclass
 
 from wikigame_spark import io
+from wikigame_spark.config import ConfigError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+HUB_TIMEOUT_S = 10  # seconds the model hub has to say whether it has a model
 _BUNDLED = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 QUERY_PROMPTS = ("query",)
 DOCUMENT_PROMPTS = ("document", "passage", "doc")
@@ -296,6 +298,31 @@ def resolve_model(name: str) -> str:
             return name
         return unpack_split_model(split, parts, model_cache())
     return name
+
+
+def check_model(name: str, flag: str = "--model") -> None:
+    """Refuse, before any Spark task, a model that is neither installed here nor in the model
+    hub's local cache, where the hub is off (``HF_HUB_OFFLINE``) or does not know it."""
+    if os.path.isdir(resolve_model(name)) or os.path.isdir(os.path.expanduser(name)):
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.utils import HFValidationError
+
+    installed = ", ".join(installed_models()) or "none"
+    here = f"{flag} {name}: not installed here (installed: {installed}; docs/agents.md#models)"
+    try:
+        if isinstance(try_to_load_from_cache(name, "modules.json"), str):
+            return
+    except HFValidationError:
+        raise ConfigError(f"{here}, and not a model hub name") from None
+    if constants.HF_HUB_OFFLINE:
+        raise ConfigError(f"{here}, and the model hub is off (HF_HUB_OFFLINE)")
+    from huggingface_hub import model_info
+
+    try:
+        model_info(name, timeout=HUB_TIMEOUT_S)
+    except Exception as e:  # unreachable, unknown, gated: all mean the workers cannot load it
+        raise ConfigError(f"{here}, and the model hub does not give it: {type(e).__name__}: {e}") from None
 
 
 def model_slug(name: str) -> str:

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-from wikigame_spark import io, layout
+from wikigame_spark import io, layout, preflight
 from wikigame_spark.agents.base import Agent, AgentSettings, Choice, StepRequest, register_agent
 from wikigame_spark.agents.options import AgentOptions, option, positive
 from wikigame_spark.handles import GraphHandle
@@ -94,6 +94,8 @@ class TfidfOptions(AgentOptions):
 
     def validate(self) -> None:
         positive(self, "tfidf_sample_size")
+        if self.corpus_graph:
+            preflight.require_graph(self.corpus_graph, "--corpus-graph")
 
 
 @register_agent("tfidf", options=TfidfOptions)

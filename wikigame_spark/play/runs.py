@@ -26,6 +26,7 @@ from wikigame_spark.handles import GamesHandle, GraphHandle
 from wikigame_spark.layout import PlaysDir
 from wikigame_spark.play import record
 from wikigame_spark.play.engine import play_stage
+from wikigame_spark.progress import duration
 from wikigame_spark.schemas import GAMES, PLAYS
 
 log = logging.getLogger(__name__)
@@ -125,11 +126,5 @@ def progress(done: int, total: int, seconds: float) -> None:
     """Games done of the total and the time left at this rate, one line a chunk (long runs show
     where they are without Spark's progress bar)."""
     left = max(total - done, 0)
-    eta = f", about {_duration(seconds / done * left)} left" if done and left else ""
-    log.info("play_games: %d of %d games played in %s%s", done, max(total, done), _duration(seconds), eta)
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+    eta = f", about {duration(seconds / done * left)} left" if done and left else ""
+    log.info("play_games: %d of %d games played in %s%s", done, max(total, done), duration(seconds), eta)

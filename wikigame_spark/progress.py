@@ -1,0 +1,65 @@
+"""Progress of long work on the driver's log: a Spark write whose tasks take minutes shows where
+it is even where Spark's own progress bar is off (a log file, a notebook, a cluster's driver log)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator
+
+log = logging.getLogger(__name__)
+
+EVERY_S = 10.0  # seconds between two progress lines
+
+
+def duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h07m``."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def _tasks(tracker, group: str) -> tuple[int, int]:
+    """(tasks done, tasks in all) of the stages of the jobs in ``group``."""
+    done = total = 0
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job else ():
+            stage = tracker.getStageInfo(stage_id)
+            if stage:
+                done += stage.numCompletedTasks
+                total += stage.numTasks
+    return done, total
+
+
+@contextlib.contextmanager
+def spark_tasks(spark, what: str, every_s: float = EVERY_S) -> Iterator[None]:
+    """Log ``what``'s Spark tasks done every ``every_s`` seconds while the block runs, and the
+    time it took at its end (only where it took longer than ``every_s``)."""
+    sc = spark.sparkContext
+    group = f"progress-{id(what)}-{time.monotonic_ns()}"
+    sc.setJobGroup(group, what)
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def report() -> None:
+        while not stop.wait(every_s):
+            done, total = _tasks(sc.statusTracker(), group)
+            elapsed = time.perf_counter() - started
+            left = f", about {duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
+            log.info("%s: %d of %d tasks done in %s%s", what, done, total, duration(elapsed), left)
+
+    thread = threading.Thread(target=report, name="progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+        elapsed = time.perf_counter() - started
+        if elapsed > every_s:
+            log.info("%s: done in %s", what, duration(elapsed))
