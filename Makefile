@@ -42,10 +42,18 @@ $(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created wikigame_
 # The library as one wheel for a cluster (docs/cluster.md): dist/wikigame_spark-<version>-py3-none-any.whl,
 # without its dependencies, which the cluster's pip resolves (PySpark as a range: the runtime's stays).
 # build/ goes first: setuptools would otherwise pack modules left there by an earlier build.
+# Beside it, what a Databricks notebook's %pip installs from the volume it is uploaded to (the
+# notebooks' VOLUME unless given): requirements.txt and one per extra, naming the wheel by its
+# version, so that no notebook names one.
+DATABRICKS_VOLUME ?= $(shell $(PY) -c "from wikigame_spark.notebook import VOLUME; print(VOLUME)")
 wheel: $(VENV)/.installed
 	rm -rf build
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
-	@ls -1 dist/wikigame_spark-*.whl
+	@whl=$$(basename $$(ls -t dist/wikigame_spark-*.whl | head -1)); \
+	echo "$(DATABRICKS_VOLUME)/$$whl" > dist/requirements.txt; \
+	for extra in embedding embedding-runtimes; do \
+		echo "$(DATABRICKS_VOLUME)/$$whl[$$extra]" > dist/requirements-$$extra.txt; done; \
+	echo "dist/$$whl"; echo "dist/requirements.txt, dist/requirements-{embedding,embedding-runtimes}.txt → $(DATABRICKS_VOLUME)"
 
 # JVM side: Java 17+ for Spark 4, and the jars of conf/maven/pom.xml (hadoop-aws + AWS SDK matched to
 # pyspark's Hadoop, GraphFrames) from Maven Central into jars/. Where Central does not serve GraphFrames'

@@ -5,12 +5,13 @@
 # MAGIC `jobs/build_wikipedia.py`. On Databricks set the widgets and run all; locally
 # MAGIC `python notebooks/01_build_wikipedia_graph.py [--name=value …]` runs it on the real Latgalian dump.
 # MAGIC
-# MAGIC Cluster libraries: the wikigame-spark wheel (next cell; `make wheel`
-# MAGIC builds it in `dist/`, upload it to the volume), nothing else.
+# MAGIC Cluster: Databricks Runtime 17.x (Spark 4.0, Scala 2.13; 17.3 LTS), the wheel needing PySpark
+# MAGIC 4.0 or 4.1. Libraries: the wikigame-spark wheel, by the next cell (`make wheel` writes it and
+# MAGIC its `requirements*.txt` in `dist/`: upload those to the volume), nothing else.
 
 # COMMAND ----------
 
-# MAGIC %pip install /Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl
+# MAGIC %pip install -r /Volumes/main/default/wikigame/requirements.txt
 
 # COMMAND ----------
 

@@ -3,17 +3,17 @@
 # MAGIC # 02 · Build OpenAlex citation graphs
 # MAGIC An OpenAlex works snapshot → one symmetric citation graph per field, by `jobs/build_openalex.py`.
 # MAGIC On Databricks point `snapshot` at `s3://openalex` (the public bucket) or a copy in a volume.
-# MAGIC Locally the default is the real two-file sample in `../shared/data/openalex/snapshot`, whose
-# MAGIC manifest lists 465 files (hence `allow_partial`). Its works (2021-2023) have no `primary_topic`,
-# MAGIC so the job stops with one line saying the snapshot predates OpenAlex topics: set `snapshot`
-# MAGIC to a works snapshot from 2024 or later (any copy of `s3://openalex`, or a local one).
+# MAGIC Locally the default is the README's: 670 real works (`openalex/real-works` under `data`), whose
+# MAGIC Mathematics and Computer Science graphs are tiny (26 and 24 nodes). `allow_partial` reads a
+# MAGIC snapshot whose manifest lists files that are not there (a partial copy), counting them.
 # MAGIC
-# MAGIC Cluster libraries: the wikigame-spark wheel (next cell; `make wheel`
-# MAGIC builds it in `dist/`, upload it to the volume), nothing else.
+# MAGIC Cluster: Databricks Runtime 17.x (Spark 4.0, Scala 2.13; 17.3 LTS), the wheel needing PySpark
+# MAGIC 4.0 or 4.1. Libraries: the wikigame-spark wheel, by the next cell (`make wheel` writes it and
+# MAGIC its `requirements*.txt` in `dist/`: upload those to the volume), nothing else.
 
 # COMMAND ----------
 
-# MAGIC %pip install /Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl
+# MAGIC %pip install -r /Volumes/main/default/wikigame/requirements.txt
 
 # COMMAND ----------
 
@@ -31,11 +31,12 @@ ON_DATABRICKS, DATA, OUT, widget, show = nb.on_databricks, nb.data, nb.out, nb.w
 
 data = widget("data", DATA, f"{VOLUME}/data")
 out = widget("out", OUT, f"{VOLUME}/out")
-snapshot = widget("snapshot", f"{data}/openalex/snapshot", "s3://openalex")
-fields = [f.strip() for f in widget("fields", "Medicine;Physics and Astronomy").split(";") if f.strip()]
+snapshot = widget("snapshot", f"{data}/openalex/real-works", "s3://openalex")
+default_fields = "Mathematics;Computer Science"
+fields = [f.strip() for f in widget("fields", default_fields, "Medicine;Physics and Astronomy").split(";") if f.strip()]
 language = widget("language", "en")
 graphs = widget("graphs", f"{out}/openalex")
-allow_partial = widget("allow_partial", "true", "false") == "true"
+allow_partial = widget("allow_partial", "false") == "true"
 overwrite = widget("overwrite", "true") == "true"
 
 # COMMAND ----------
@@ -64,4 +65,8 @@ show(
             for f, m in manifests.items()
         ]
     )
+    .set_index("field")
+    .fillna(0)  # a reason no record of that field was dropped for
+    .astype(int)
+    .reset_index()
 )

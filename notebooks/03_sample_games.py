@@ -5,13 +5,15 @@
 # MAGIC reachable (source, target) pairs with exact shortest-path lengths (`jobs/sample_games.py`).
 # MAGIC Locally the default graph is the one notebook 01 builds.
 # MAGIC
-# MAGIC Cluster libraries: the wikigame-spark wheel (next cell; `make wheel`
-# MAGIC builds it in `dist/`, upload it to the volume) and GraphFrames as a Maven library,
-# MAGIC `io.graphframes:graphframes-spark4_2.13:0.11.0` (the cluster → Libraries → Install new → Maven).
+# MAGIC Cluster: Databricks Runtime 17.x (Spark 4.0, Scala 2.13; 17.3 LTS), the wheel needing PySpark
+# MAGIC 4.0 or 4.1. Libraries: the wikigame-spark wheel, by the next cell (`make wheel` writes it and
+# MAGIC its `requirements*.txt` in `dist/`: upload those to the volume), and GraphFrames as a Maven
+# MAGIC library of the cluster: Compute → the cluster → Libraries → Install new → Maven, coordinates
+# MAGIC `io.graphframes:graphframes-spark4_2.13:0.11.0` (its Python side comes with the wheel).
 
 # COMMAND ----------
 
-# MAGIC %pip install /Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl
+# MAGIC %pip install -r /Volumes/main/default/wikigame/requirements.txt
 
 # COMMAND ----------
 

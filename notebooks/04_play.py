@@ -5,15 +5,16 @@
 # MAGIC experiment, with its plays as Parquet under `<graph>/plays/<run-name>`. LLM agents need
 # MAGIC `OPENAI_BASE_URL` / `OPENAI_API_KEY` in the cluster's environment (a secret), never in a widget.
 # MAGIC
-# MAGIC Cluster libraries: the wikigame-spark wheel with its `embedding` extra (next cell: the
-# MAGIC embedding agent's sentence-transformers, its bundled model and OpenVINO, its default runtime;
-# MAGIC `make wheel` builds it in `dist/`, upload it to the volume), nothing else; with
-# MAGIC `embedding_backend` onnx, the `embedding-runtimes` extra instead (docs/agents.md: each
-# MAGIC runtime's speed and agreement).
+# MAGIC Cluster: Databricks Runtime 17.x (Spark 4.0, Scala 2.13; 17.3 LTS), the wheel needing PySpark
+# MAGIC 4.0 or 4.1. Libraries: the wikigame-spark wheel with its `embedding` extra, by the next cell
+# MAGIC (the embedding agent's sentence-transformers, its bundled model and OpenVINO, its default
+# MAGIC runtime; `make wheel` writes the wheel and its `requirements*.txt` in `dist/`: upload those to
+# MAGIC the volume), nothing else; with `embedding_backend` onnx, `requirements-embedding-runtimes.txt`
+# MAGIC instead (docs/agents.md: each runtime's speed and agreement).
 
 # COMMAND ----------
 
-# MAGIC %pip install "/Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl[embedding]"
+# MAGIC %pip install -r /Volumes/main/default/wikigame/requirements-embedding.txt
 
 # COMMAND ----------
 

@@ -6,12 +6,13 @@
 # MAGIC binomial fits with the likelihood-ratio test, Figures 2–4 and 15, as Markdown and HTML in
 # MAGIC `report` and as artifacts of a "report" run in the same experiment.
 # MAGIC
-# MAGIC Cluster libraries: the wikigame-spark wheel (next cell; `make wheel`
-# MAGIC builds it in `dist/`, upload it to the volume), nothing else.
+# MAGIC Cluster: Databricks Runtime 17.x (Spark 4.0, Scala 2.13; 17.3 LTS), the wheel needing PySpark
+# MAGIC 4.0 or 4.1. Libraries: the wikigame-spark wheel, by the next cell (`make wheel` writes it and
+# MAGIC its `requirements*.txt` in `dist/`: upload those to the volume), nothing else.
 
 # COMMAND ----------
 
-# MAGIC %pip install /Volumes/main/default/wikigame/wikigame_spark-0.1.0-py3-none-any.whl
+# MAGIC %pip install -r /Volumes/main/default/wikigame/requirements.txt
 
 # COMMAND ----------
 

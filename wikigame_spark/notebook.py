@@ -26,7 +26,7 @@ class Notebook:
         self.on_databricks = self.dbutils is not None
         self.args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
         self.data = os.path.join(os.path.dirname(root), "shared", "data")  # local: the real small data
-        self.out = os.path.join(root, "out", "notebooks")
+        self.out = os.path.join(os.getcwd(), "out", "notebooks")  # local: beside the user, as jobs write
         if self.on_databricks:
             os.environ.setdefault("MLFLOW_TRACKING_URI", "databricks")
 

@@ -21,6 +21,7 @@ from importlib.metadata import version
 import pytest
 
 from tests.conftest import JVM_ENV, LTG, ROOT
+from wikigame_spark.notebook import VOLUME
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +58,10 @@ def test_wheel_runs_the_wikipedia_chain_by_spark_submit_from_a_fresh_venv(tmp_pa
     expected = version("wikigame-spark")  # setup.py's, through the checkout's editable install
     subprocess.run(["make", "-C", ROOT, "-o", ".venv/.installed", "wheel"], check=True, capture_output=True)
     wheel = os.path.join(ROOT, "dist", f"wikigame_spark-{expected}-py3-none-any.whl")
+    on_volume = f"{VOLUME}/wikigame_spark-{expected}-py3-none-any.whl"  # what the notebooks' %pip reads
+    for name, line in [("", on_volume), ("-embedding", f"{on_volume}[embedding]")]:
+        with open(os.path.join(ROOT, "dist", f"requirements{name}.txt")) as f:
+            assert f.read() == line + "\n"
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
     assert {n.split("/")[0] for n in names} == {"wikigame_spark", f"wikigame_spark-{expected}.dist-info"}

@@ -65,6 +65,13 @@ def test_notebooks_are_in_databricks_source_format():
         assert text.startswith("# Databricks notebook source\n")
         assert text.count("\n# COMMAND ----------\n") >= 3
         assert "Notebook(globals())" in text and "widget(" in text and "show(" in text
+        assert "Databricks Runtime 17.x (Spark 4.0, Scala 2.13" in text
+        # the wheel's name (its version) is written by make wheel into the requirements files only
+        pip = [line for line in text.splitlines() if "%pip install" in line]
+        extra = "-embedding" if name == "04_play.py" else ""
+        assert pip == [f"# MAGIC %pip install -r {VOLUME}/requirements{extra}.txt"], pip
+    graphframes = open(os.path.join(NOTEBOOKS, "03_sample_games.py"), encoding="utf-8").read()
+    assert "io.graphframes:graphframes-spark4_2.13:0.11.0" in graphframes
 
 
 class Widgets:
@@ -97,6 +104,7 @@ def test_notebook_as_a_script_reads_name_value_arguments(monkeypatch, capsys):
     nb = Notebook({"__file__": os.path.join(NOTEBOOKS, "04_play.py")})
     assert not nb.on_databricks and nb.widget("games", "200") == "7" and nb.widget("seed", "0") == "0"
     assert nb.data == os.path.join(os.path.dirname(ROOT), "shared", "data")
+    assert nb.out == os.path.join(os.getcwd(), "out", "notebooks")  # beside the user, as the jobs write
     nb.show("printed")
     assert capsys.readouterr().out == "printed\n"
 
@@ -127,6 +135,14 @@ def test_wikipedia_chain_build_sample_play_report(tmp_path, env):
         with open(f"{out}/report/figures/{name}", "rb") as f:
             assert f.read(8) == PNG_SIGNATURE
     assert os.path.getsize(f"{out}/report/report.html") > 10_000
+
+
+@pytest.mark.slow
+def test_openalex_notebook_runs_on_its_local_defaults(tmp_path, env):
+    """As typed (no widgets but where the data is): the README's real works, two fields."""
+    stdout = run("02_build_openalex_graphs", env, data=DATA, out=str(tmp_path))
+    assert "build_openalex: wrote" in stdout and "(26 nodes, 50 edges)" in stdout
+    assert sorted(os.listdir(f"{tmp_path}/openalex")) == ["computer-science", "mathematics"]
 
 
 @pytest.mark.slow

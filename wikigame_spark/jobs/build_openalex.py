@@ -76,7 +76,7 @@ def build(ctx: Context) -> Result:
     summary = (
         f"wrote {'; '.join(written)} with nodes, edges, manifest.json; "
         f"records read {result.read} from {len(plan.files)} {plan.format} files, dropped {result.dropped()}"
-        + (f"; {len(warnings)} warnings (see manifest)" if warnings else "")
+        + (f"; {len(warnings)} warning{'s' * (len(warnings) > 1)} (see manifest)" if warnings else "")
     )
     return Result(summary, manifests=manifests)
 
