@@ -337,7 +337,7 @@ class WikipediaBuildConfig:
     summary: str = setting(
         "paper",
         "each article's summary: the paper's stripped wikitext, or clean (file, category and "
-        "interlanguage links, tables and media tags left out)",
+        "interlanguage links, media tags and table markup left out)",
         choices=("paper", "clean"),
     )
     allow_empty: bool = setting(False, "write a graph without articles instead of failing")

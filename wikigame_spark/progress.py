@@ -34,6 +34,44 @@ def _tasks(tracker, group: str) -> tuple[int, int]:
     return done, total
 
 
+_focused: list[str] = []  # what spark_tasks blocks are reporting now: the job's reporter stays quiet
+
+
+def _stages(sc) -> tuple[int, int, int]:
+    """(running stages, their tasks done, their tasks in all)."""
+    tracker = sc.statusTracker()
+    infos = [i for i in map(tracker.getStageInfo, tracker.getActiveStageIds()) if i]
+    return len(infos), sum(i.numCompletedTasks for i in infos), sum(i.numTasks for i in infos)
+
+
+@contextlib.contextmanager
+def running_stages(job: str, every_s: float = EVERY_S) -> Iterator[None]:
+    """Log the tasks of the Spark stages running every ``every_s`` seconds while the block runs (a
+    job's body: whatever it runs, once it has a session), unless a :func:`spark_tasks` block says more."""
+    from pyspark import SparkContext
+
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def report() -> None:
+        while not stop.wait(every_s):
+            sc = SparkContext._active_spark_context
+            if sc is None or _focused:
+                continue
+            stages, done, total = _stages(sc)
+            if stages:
+                elapsed = duration(time.perf_counter() - started)
+                log.info("%s: %d of %d tasks of %d running stage(s) done, %s in", job, done, total, stages, elapsed)
+
+    thread = threading.Thread(target=report, name="progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 @contextlib.contextmanager
 def spark_tasks(spark, what: str, every_s: float = EVERY_S) -> Iterator[None]:
     """Log ``what``'s Spark tasks done every ``every_s`` seconds while the block runs, and the
@@ -53,9 +91,11 @@ def spark_tasks(spark, what: str, every_s: float = EVERY_S) -> Iterator[None]:
 
     thread = threading.Thread(target=report, name="progress", daemon=True)
     thread.start()
+    _focused.append(what)
     try:
         yield
     finally:
+        _focused.remove(what)
         stop.set()
         thread.join()
         sc.setLocalProperty("spark.jobGroup.id", None)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikigame_spark import cli, config, io, layout, preflight, tracking
+from wikigame_spark import cli, config, io, layout, preflight, progress, tracking
 from wikigame_spark.config import ConfigError, flatten
 from wikigame_spark.contents import CONTENTS, check_ids, describe, verify
 from wikigame_spark.handles import GamesHandle, GraphHandle
@@ -216,7 +216,7 @@ class Job:
                 cli.clear_progress_line()
                 print(f"{self.name}: {e}", flush=True)
                 return 0
-            with _terminated_as_interrupt(), self._tracked(ctx):
+            with _terminated_as_interrupt(), self._tracked(ctx), progress.running_stages(self.name):
                 result = self.body(ctx)
                 self._publish(ctx, result)
                 if self.tracked:
