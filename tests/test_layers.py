@@ -21,6 +21,7 @@ RANK = {
     LIBRARY: 0,  # the package itself (its version)
     "config": 0,
     "schemas": 0,
+    "protocols": 0,
     "layout": 0,
     "outcomes": 0,
     "summary": 0,

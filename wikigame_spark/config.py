@@ -19,9 +19,12 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
+
+from wikigame_spark import protocols
+from wikigame_spark.protocols import LLM_WIKIRACE, PROTOCOLS
 
 CONF_DIR = os.environ.get(
     "WIKIGAME_CONF_DIR", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
@@ -210,8 +213,8 @@ def load_config(
                 raise ConfigError(f"{flag_of(cls, k)} is not a setting of {cls.__name__}")
     protocol = values.get("protocol")
     if chosen is not None:
-        values[field_name] = check_settings(chosen(**{**protocol_preset(chosen, protocol), **options}))
-    return check_settings(cls(**{**protocol_preset(cls, protocol), **values}))
+        values[field_name] = check_settings(chosen(**{**protocols.preset(chosen, protocol), **options}))
+    return check_settings(cls(**{**protocols.preset(cls, protocol), **values}))
 
 
 def check_settings(settings: T) -> T:
@@ -251,26 +254,6 @@ def default_yaml(job: str) -> str | None:
     return path if os.path.isfile(path) else None
 
 
-# --- Protocols (--protocol): each study's defaults in one word; YAML and flags still override ----
-# The dataclass defaults are the paper's. LLM-WikiRace (Ziomek et al., 2026): games in the largest
-# strongly connected component, equal numbers per difficulty band, 30 steps, revisits allowed,
-# every out-link shown.
-PROTOCOLS: dict[str, dict[str, dict[str, Any]]] = {
-    "paper": {},
-    "llm-wikirace": {
-        "PlayConfig": {"max_steps": 30, "allow_revisits": True},
-        "LlmOptions": {"max_titles": 0},
-        "SampleGamesConfig": {"largest_scc": True, "stratify": "3-4,5-6,7-8"},
-    },
-}
-
-
-def protocol_preset(cls: type, protocol: str | None) -> dict[str, Any]:
-    """The settings ``protocol`` gives ``cls`` (a job's settings, or an agent's options) in place
-    of its defaults (none for an unknown name: the ``protocol`` setting's choices say what is valid)."""
-    return dict(PROTOCOLS.get(protocol or "paper", {}).get(cls.__name__, {}))
-
-
 _PLAIN_NAME = re.compile(r"^[^/\\\x00-\x1f]+$")
 
 
@@ -306,7 +289,6 @@ def parse_bands(text: str, key: str) -> tuple[tuple[int, int], ...]:
 # --- The jobs' settings -------------------------------------------------------------------------
 # One dataclass per job; the stages take them as they are. Paths left empty get the job's default
 # (the graph's own folders) from the runner.
-PROTOCOL_CHOICES = tuple(PROTOCOLS)
 DISTANCE_METHODS = ("auto", "local", "graphframes")
 SEED_HELP = "seed; the same inputs, seed and settings give the same result"
 EXPERIMENT_HELP = "MLflow experiment (default $MLFLOW_EXPERIMENT_NAME, else wikigame)"
@@ -409,6 +391,8 @@ class GraphStatsConfig:
 class SampleGamesConfig:
     """``jobs/sample_games.py``: reachable (source, target) pairs with exact optimal lengths."""
 
+    PRESETS: ClassVar[dict] = {LLM_WIKIRACE: {"largest_scc": True, "stratify": "3-4,5-6,7-8"}}
+
     graph: str = setting("", "graph folder (nodes/, edges/, manifest.json)", required=True)
     output: str = setting("", "games folder (default GRAPH/games)")
     games: int = setting(0, "number of games (default: one per node of the graph, at most 10,000)")
@@ -433,7 +417,7 @@ class SampleGamesConfig:
     protocol: str = setting(
         "paper",
         "the study whose defaults apply (llm-wikirace: largest SCC, bands 3-4,5-6,7-8)",
-        choices=PROTOCOL_CHOICES,
+        choices=PROTOCOLS,
     )
     experiment: str = setting("", EXPERIMENT_HELP)
     overwrite: bool = setting(False, OVERWRITE_HELP)
@@ -469,6 +453,8 @@ class PlayConfig:
     The settings every agent shares; the chosen agent's own are its options class's
     (``agent_options``, registered with the agent: e.g. ``TfidfOptions``, ``LlmOptions``)."""
 
+    PRESETS: ClassVar[dict] = {LLM_WIKIRACE: {"max_steps": 30, "allow_revisits": True}}
+
     graph: str = setting("", "graph folder (nodes, edges; its games by default)", required=True)
     agent: str = setting("", "agent name (see the agent options below)", required=True)
     model: str = setting("", "model name or path (sentence-transformers, or the LLM's name); default: the agent's")
@@ -479,7 +465,7 @@ class PlayConfig:
         "paper",
         "the study whose defaults apply: paper (100 steps, no revisits, 200 titles) or "
         "llm-wikirace (30 steps, revisits, every title)",
-        choices=PROTOCOL_CHOICES,
+        choices=PROTOCOLS,
     )
     max_steps: int = setting(100, "step limit (llm-wikirace: 30)")
     allow_revisits: bool = setting(

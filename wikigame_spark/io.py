@@ -357,9 +357,11 @@ def write_table(df: DataFrame, path: str, schema: StructType) -> None:
     df.write.mode("error").parquet(path)
 
 
-def read_table(spark: SparkSession, path: str, schema: StructType) -> DataFrame:
-    """Read Parquet with the contract's explicit schema (never inferred)."""
-    return spark.read.schema(schema).parquet(path)
+def read_table(spark: SparkSession, path: str | list[str], schema: StructType) -> DataFrame:
+    """Read Parquet with the contract's explicit schema (never inferred): one table, or several
+    as one (none: an empty table)."""
+    paths = [path] if isinstance(path, str) else list(path)
+    return spark.read.schema(schema).parquet(*paths) if paths else spark.createDataFrame([], schema)
 
 
 def code_version() -> str:

@@ -79,7 +79,7 @@ class Output:
 
 
 class NothingMade(Exception):
-    """Raised by a job's ``prepare`` when there is nothing to record (a human play run stopped
+    """Raised by a job's ``before_run`` when there is nothing to record (a human play run stopped
     before any game finished): the job ends with this message as its summary, status 0."""
 
 
@@ -95,7 +95,8 @@ class Result:
 
 
 class Context:
-    """What a body gets: its settings, opened inputs, staging folders, the session and the run."""
+    """What a body gets: its settings, opened inputs, staging folders, the session and the run, and
+    what its job's ``before_run`` found (``before``: the job's own type, e.g. a play run's plan)."""
 
     def __init__(self, job: Job, settings: Any) -> None:
         self.job = job
@@ -104,11 +105,11 @@ class Context:
         self.inputs: dict[str, Any] = {}
         self.outputs: dict[str, str] = {}
         self.staging: dict[str, str] = {}
-        self.finished: dict[str, bool] = {}
         self.run = None
         self.identity: dict = {}  # params that a resumed MLflow run must share
         self.tags: dict[str, str] = {}
         self.resume = False
+        self.before: Any = None
         self._spark = None
 
     @property
@@ -146,8 +147,10 @@ class Context:
 class Job:
     """A job's spec: its name, settings, inputs, outputs and body (see the module docstring).
 
-    ``prepare``: runs after the outputs are locked and staged, before the MLflow run starts (a
-    play run decides there whether it resumes, and sets the identity a resumed run must share).
+    ``before_run``: the work done after the outputs are locked and staged and before the MLflow run
+    starts; what it returns is the body's ``ctx.before`` (a play run decides there whether it
+    resumes and sets the identity a resumed run must share; the report finds its runs; people play
+    in the browser, so that a session without a finished game makes no run).
     ``run_name``: the MLflow run's name. ``tracked``: whether the job makes an MLflow run.
     ``check``: validation of the settings that needs the library (e.g. OpenAlex field names).
     ``flags``/``load``: more flags and how the settings are loaded (a play job's agent options)."""
@@ -160,7 +163,7 @@ class Job:
     outputs: tuple[Output, ...] = ()
     tracked: bool = True
     run_name: Callable[[Context], str] | None = None
-    prepare: Callable[[Context], None] | None = None
+    before_run: Callable[[Context], Any] | None = None
     check: Callable[[Any], None] | None = None
     connect: Callable[[Context], None] | None = None  # once the session exists: e.g. S3 settings
     flags: Callable[[argparse.ArgumentParser], None] | None = None
@@ -210,8 +213,8 @@ class Job:
             self._stage(ctx)
             _tag_inputs(ctx)
             try:
-                if self.prepare:
-                    self.prepare(ctx)
+                if self.before_run:
+                    ctx.before = self.before_run(ctx)
             except NothingMade as e:
                 cli.clear_progress_line()
                 print(f"{self.name}: {e}", flush=True)
@@ -267,7 +270,6 @@ class Job:
                 path = ctx.outputs[key]
                 spark = None if preflight.is_local(path) else ctx.spark
                 finished = _exists(spark, manifest_path(path))
-                ctx.finished[key] = finished
                 io.clean_staging(path, spark)
                 if out.resumable and not finished:
                     ctx.staging[key] = path  # unfinished plays are resumed in place

@@ -239,10 +239,10 @@ def test_report_reads_the_plays_artifact_when_the_folder_is_gone(spark, experime
 
 
 def test_the_bundled_model_is_labelled_a_plumbing_check():
+    from wikigame_spark.agents.llm import BASE_MODELS
     from wikigame_spark.devtools.local_server import MODEL_ALIAS
-    from wikigame_spark.evaluation.evaluate import PLUMBING_MODELS
 
-    assert MODEL_ALIAS in PLUMBING_MODELS
+    assert MODEL_ALIAS in BASE_MODELS
 
 
 def test_the_bundled_model_plays_when_it_chooses_among_the_titles():

@@ -14,12 +14,12 @@ import pytest
 
 from jobs import build_openalex
 from wikigame_spark import cli
+from wikigame_spark.devtools.openalexcheck import expected_graphs
 from wikigame_spark.devtools.openalexgen import (
     PART_2021,
     PART_2023,
     SNAPSHOT,
     Spec,
-    expected_graphs,
     generate,
     generated_files,
 )

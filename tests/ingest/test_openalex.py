@@ -1,5 +1,5 @@
 """The OpenAlex Spark stages on real part files and on generated snapshots, held to an
-independent plain-Python computation (``openalexgen.expected_graphs``)."""
+independent plain-Python computation (``openalexcheck.expected_graphs``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import random
 import pytest
 from pyspark.sql import functions as F
 
+from wikigame_spark.devtools.openalexcheck import expected_graphs
 from wikigame_spark.devtools.openalexgen import (
     PART_2021,
     SNAPSHOT,
     TEMPLATE_2023,
     TEMPLATE_2025,
     Spec,
-    expected_graphs,
     generate,
     generated_files,
     make_inverted_index,

@@ -12,7 +12,8 @@ import pytest
 
 from jobs import build_openalex
 from tests.s3server import CREDENTIALS, s3_server
-from wikigame_spark.devtools.openalexgen import Spec, expected_graphs, generate, generated_files
+from wikigame_spark.devtools.openalexcheck import expected_graphs
+from wikigame_spark.devtools.openalexgen import Spec, generate, generated_files
 from wikigame_spark.ingest.openalex_snapshot import SnapshotError, plan_snapshot
 from wikigame_spark.io import S3Store, StorageError
 

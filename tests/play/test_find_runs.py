@@ -6,7 +6,7 @@ from __future__ import annotations
 import mlflow
 import pytest
 
-from wikigame_spark.play import record
+from wikigame_spark.play import catalog
 
 
 @pytest.fixture()
@@ -30,7 +30,7 @@ def test_one_run_name_on_two_graphs_is_two_runs_and_a_replay_supersedes(store, t
     first = played(store, "tfidf-s0-nall", ltg)
     other_graph = played(store, "tfidf-s0-nall", maths)
     replay = played(store, "tfidf-s0-nall", ltg + "/")  # the same folder, written with a trailing slash
-    runs, skipped = record.find_runs("walk")
+    runs, skipped = catalog.find_runs("walk")
     assert {r.run_id for r in runs} == {other_graph, replay}
     assert {r.plays_dir for r in runs} == {f"{ltg}/plays/tfidf-s0-nall", f"{maths}/plays/tfidf-s0-nall"}
     assert [s["run_id"] for s in skipped] == [first]

@@ -151,6 +151,18 @@ class Agent(abc.ABC):
         (agents without a model: the model setting, if any)."""
         return ModelIdentity(model=cls.model_of(settings))
 
+    @classmethod
+    def checks_plumbing(cls, params: dict) -> bool:
+        """Whether a run logged with ``params`` (MLflow params, as strings) checks the plumbing
+        rather than plays: the report keeps it out of the comparisons (the base: it plays)."""
+        return False
+
+    @classmethod
+    def model_note(cls, params: dict) -> str:
+        """What a report says of the model of a run logged with ``params``, e.g. that it is a base
+        model (the base: nothing)."""
+        return ""
+
     @abc.abstractmethod
     def choose(self, requests: list[StepRequest]) -> list[Choice]: ...
 

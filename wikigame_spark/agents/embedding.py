@@ -24,7 +24,7 @@ from wikigame_spark.agents.base import (
     register_agent,
 )
 from wikigame_spark.agents.embedding_cache import cache_cost, ensure_embeddings, load_matrix
-from wikigame_spark.agents.encoders import BACKENDS, DEFAULT, Runtime, load_encoder, missing_packages
+from wikigame_spark.agents.encoders import BACKENDS, DEFAULT, TORCH, Runtime, load_encoder, missing_packages
 from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, check_model, model_digest, prompt_names
 from wikigame_spark.config import ConfigError
@@ -57,6 +57,12 @@ class EmbeddingOptions(AgentOptions):
 
     def run_name_parts(self) -> tuple[str, ...]:
         return () if self.runtime == DEFAULT else (self.runtime.name,)
+
+    @classmethod
+    def label_parts(cls, params: dict) -> tuple[str, ...]:
+        """Its runtime, unless the default (a run without one: torch's, older than the option)."""
+        runtime = Runtime(params.get("backend") or TORCH, params.get("int8") == "True")
+        return () if runtime == DEFAULT else (runtime.backend, *(("int8",) if runtime.int8 else ()))
 
 
 @register_agent("embedding", options=EmbeddingOptions)

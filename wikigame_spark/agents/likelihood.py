@@ -46,6 +46,11 @@ class LikelihoodAgent(LlmAgent):
     outcomes = (BAD_REQUEST, NO_RESPONSE)
 
     @classmethod
+    def checks_plumbing(cls, params: dict) -> bool:
+        """A base model ranking titles by likelihood plays."""
+        return False
+
+    @classmethod
     def check_options(cls, options: LlmOptions) -> None:
         if options.constrained:
             raise ConfigError("constrained (--constrained) only applies to --agent llm or reasoning")

@@ -27,6 +27,7 @@ import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from pyspark.sql import SparkSession
@@ -50,6 +51,7 @@ from wikigame_spark.agents.traces import Query, Step, StepTracer
 from wikigame_spark.config import ConfigError
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.outcomes import BAD_REQUEST, HALLUCINATION, NO_ANSWER, NO_RESPONSE
+from wikigame_spark.protocols import LLM_WIKIRACE
 
 # Completion caps when --max-tokens is not given. The paper's answer, {"title": …, "reason": …},
 # takes well under 200 tokens; a reasoning reply thinks before its <answer>. Without a cap a model
@@ -63,6 +65,8 @@ CONSTRAINTS = ("grammar", "json_schema")
 @dataclass(frozen=True)
 class LlmOptions(AgentOptions):
     """llm / reasoning / likelihood agents (endpoint and key: OPENAI_BASE_URL, OPENAI_API_KEY)"""
+
+    PRESETS: ClassVar[dict] = {LLM_WIKIRACE: {"max_titles": 0}}
 
     base_url: str = option("", "OpenAI-compatible endpoint (default OPENAI_BASE_URL)", plays=False)
     temperature: float = option(0.0, "sampling temperature (default 0)")
@@ -107,6 +111,12 @@ class LlmOptions(AgentOptions):
                 f"constrained: must be one of {', '.join(CONSTRAINTS)} (or empty), got {self.constrained!r}"
             )
 
+    @classmethod
+    def label_parts(cls, params: dict) -> tuple[str, ...]:
+        """The links pre-ranked, the answer held to the offered titles (grammar, json_schema)."""
+        parts = (f"top-{params['top_k']}",) if params.get("top_k") not in (None, "", "0") else ()
+        return parts + ((f"constrained={params['constrained']}",) if params.get("constrained") else ())
+
     def run_name_parts(self) -> tuple[str, ...]:
         """A run's default name tells apart the ways one model plays: its answer constrained, the links
         pre-ranked, titles ranked by mean log-prob."""
@@ -119,11 +129,29 @@ class LlmOptions(AgentOptions):
         return self.embedding_model or EmbeddingAgent.default_model
 
 
+# Models that are not instruction-tuned: the base Gemma-3-270M that devtools/local_server.py serves
+# (MODEL_ALIAS there), bundled to check the LLM agents' plumbing.
+BASE_MODELS = frozenset({"gemma-3-270m"})
+PLUMBING_NOTE = "base model: plumbing check"
+BASE_NOTE = "base model"  # the same models where they play (by likelihood, or a constrained answer)
+
+
 @register_agent("llm", options=LlmOptions)
 class LlmAgent(Agent):
     reasoning = False
     outcomes = (HALLUCINATION, BAD_REQUEST, NO_RESPONSE)
     default_max_tokens = MAX_TOKENS
+
+    @classmethod
+    def checks_plumbing(cls, params: dict) -> bool:
+        """A base model generating free text checks the plumbing; held to the offered titles it plays."""
+        return (params.get("model") or "") in BASE_MODELS and not params.get("constrained")
+
+    @classmethod
+    def model_note(cls, params: dict) -> str:
+        if (params.get("model") or "") not in BASE_MODELS:
+            return ""
+        return PLUMBING_NOTE if cls.checks_plumbing(params) else BASE_NOTE
 
     @classmethod
     def prepare(cls, spark: SparkSession, graph: GraphHandle, settings: AgentSettings) -> dict:

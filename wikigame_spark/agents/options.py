@@ -28,6 +28,12 @@ class AgentOptions:
         """What a run's default name adds after the model for these options (the base: nothing)."""
         return ()
 
+    @classmethod
+    def label_parts(cls, params: dict) -> tuple[str, ...]:
+        """What a report's label adds after the model for a run logged with ``params`` (its MLflow
+        params, as strings): the options that change how it plays (the base: nothing)."""
+        return ()
+
 
 def option(default: Any, help: str, plays: bool = True, choices: tuple | None = None) -> Any:
     """A field of an :class:`AgentOptions` class: default, flag help, whether it changes the plays."""

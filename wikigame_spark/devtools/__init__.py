@@ -4,7 +4,8 @@
 refactor changed no output); ``local_server`` serves a local GGUF model over an OpenAI-compatible
 API for the LLM agents' tests, benchmarks and the demo; ``faulty_server`` is a deliberately faulty
 one for the error paths; ``games``, ``dumpgen`` and ``openalexgen`` generate games tables, dumps and
-OpenAlex snapshots in the real schema for tests and benchmarks.
+OpenAlex snapshots in the real schema for tests and benchmarks, and ``openalexcheck`` computes
+independently what ``build_openalex`` must make of a snapshot.
 """
 
 import os

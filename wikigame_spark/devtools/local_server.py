@@ -36,7 +36,7 @@ returns no prompt log-probabilities.
 The default Gemma is the pretrained **base** model (no chat template, no instruction tuning in
 its metadata): its free-text games check the plumbing (a real server, real tokens, every outcome
 path), they do not play the game. Runs made with it are labelled so
-(``wikigame_spark.evaluation.evaluate.PLUMBING_MODELS``).
+(``wikigame_spark.agents.llm.BASE_MODELS``).
 
     python -m wikigame_spark.devtools.local_server --port 8080 [--model smollm2-135m-instruct]
         [--engine native --parallel 8] [-- COMMAND ...]

@@ -9,13 +9,10 @@ and a test checks that the page in the repository is what this prints.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 
+from wikigame_spark import jobs
 from wikigame_spark.agents.base import registered_options
 from wikigame_spark.config import flag_of
-
-JOBS = ("build_wikipedia", "build_openalex", "graph_stats", "sample_games", "play_games", "report")
-JOBS += ("import_human_games", "human_play")
 
 
 def _default(f: dataclasses.Field) -> str:
@@ -49,8 +46,8 @@ def page() -> str:
         "(Spark's task traces and the fault's traceback) and `--version`. A bad value ends the job before",
         "any work with one `error:` line naming the flag, exit status 2.",
     ]
-    for name in JOBS:
-        job = importlib.import_module(f"wikigame_spark.jobs.{name}").JOB
+    for job in jobs.specs():
+        name = job.name
         lines += ["", f"## {name}", "", job.doc.strip().splitlines()[0], ""]
         lines += ["| flag | YAML key | default | what |", "|---|---|---|---|", *_rows(job.settings)]
         if name == "play_games":

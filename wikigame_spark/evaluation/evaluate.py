@@ -1,6 +1,6 @@
 """The report's evaluation: play runs → labelled plays → tables and fits (pandas).
 
-Runs come from :func:`wikigame_spark.play.record.find_runs`; here each gets the label tables show
+Runs come from :func:`wikigame_spark.play.catalog.find_runs`; here each gets the label tables show
 (agent, model, the settings that change how it plays, protocol) and its graph's name
 (:func:`labelled`), their plays one frame with those labels (:func:`labelled_plays`), and
 :func:`evaluate` reduces it with Spark to small per-group counts, from which the tables, fits and
@@ -19,22 +19,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType
 
-from wikigame_spark.agents.encoders import DEFAULT, TORCH, Runtime
+from wikigame_spark.agents.base import Agent, registered_agents
+from wikigame_spark.agents.llm import PLUMBING_NOTE
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.evaluation import bands, loops, protocols, routes, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
 from wikigame_spark.evaluation.profiles import profiled_plays
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
 from wikigame_spark.ingest.humans import HUMAN
-from wikigame_spark.play import record
-from wikigame_spark.play.record import PlayRun
+from wikigame_spark.play import catalog, record
+from wikigame_spark.play.catalog import PlayRun
 
-# Models that check the plumbing, not play: the base Gemma-3-270M that devtools/local_server.py serves
-# (MODEL_ALIAS there) is not instruction-tuned.
-PLUMBING_MODELS = frozenset({"gemma-3-270m"})
 PLUMBING_TAG = "wikigame.plumbing"  # "true": a model that checks the plumbing, not a player
-PLUMBING_NOTE = "base model: plumbing check"
-BASE_NOTE = "base model"  # the same models where they play (by likelihood, or a constrained answer)
 
 
 # --- Runs as the report names them ------------------------------------------------------------
@@ -47,37 +43,32 @@ class ReportRun(PlayRun):
     plumbing: bool = False
 
 
+def _agent(params: dict) -> type[Agent] | None:
+    """The registered agent a run was played by (none for people, or an agent no longer here)."""
+    return registered_agents().get(params.get("agent") or "")
+
+
 def is_plumbing(params: dict, tags: dict | None = None) -> bool:
-    """A run that checks the plumbing, not a player: the bundled base Gemma generating free text. The
-    same model choosing by likelihood, or with its answer constrained to the offered titles, plays."""
-    if (tags or {}).get(PLUMBING_TAG) == "true":
-        return True
-    generating = params.get("agent") in ("llm", "reasoning") and not params.get("constrained")
-    return generating and (params.get("model") or "") in PLUMBING_MODELS
+    """A run that checks the plumbing, not a player: tagged so, or its agent says so of its model
+    (:meth:`~wikigame_spark.agents.base.Agent.checks_plumbing`: the bundled base Gemma generating text)."""
+    agent = _agent(params)
+    return (tags or {}).get(PLUMBING_TAG) == "true" or (agent is not None and agent.checks_plumbing(params))
 
 
 def run_label(params: dict, tags: dict | None = None) -> str:
-    """The agent as tables show it: agent, model, and the settings that change how it plays."""
-    agent = params.get("agent") or "?"
+    """The agent as tables show it: agent, model, the options that change how it plays (as its
+    options class names them), titles, a step limit other than the protocol's, a note on the model."""
+    name = params.get("agent") or "?"
     model = params.get("model") or ""
-    text = f"{agent}: {model_slug(model)}" if model else agent
-    if agent == "embedding":  # its runtime, unless the default (a run without one: torch's, older than the option)
-        runtime = Runtime(params.get("backend") or TORCH, params.get("int8") == "True")
-        if runtime != DEFAULT:
-            text += f" {runtime.backend}" + (" int8" if runtime.int8 else "")
+    agent = _agent(params)
+    text = f"{name}: {model_slug(model)}" if model else name
+    text += "".join(f" {part}" for part in (agent.options.label_parts(params) if agent else ()))
     if params.get("use_titles") == "True":
         text += " (titles)"
-    if params.get("top_k") not in (None, "", "0"):
-        text += f" top-{params['top_k']}"
-    if params.get("constrained"):  # the answer held to the offered titles (grammar, json_schema)
-        text += f" constrained={params['constrained']}"
-    if agent != HUMAN and params.get("max_steps") not in (None, "", protocols.default_max_steps(params)):
+    if name != HUMAN and params.get("max_steps") not in (None, "", protocols.default_max_steps(params)):
         text += f" ≤{params['max_steps']} steps"
-    if is_plumbing(params, tags):
-        text += f" ({PLUMBING_NOTE})"
-    elif model in PLUMBING_MODELS:
-        text += f" ({BASE_NOTE})"
-    return text + protocols.label_suffix(params)
+    note = PLUMBING_NOTE if is_plumbing(params, tags) else agent.model_note(params) if agent else ""
+    return text + (f" ({note})" if note else "") + protocols.label_suffix(params)
 
 
 def graph_label(params: dict) -> str:
@@ -109,7 +100,7 @@ def labelled_plays(spark: SparkSession, runs: Sequence[ReportRun]) -> tuple[Data
         raise ValueError("no play runs to report on")
     frames, sources = [], {}
     for run in runs:
-        plays, sources[run.run_id] = record.load_plays(spark, run)
+        plays, sources[run.run_id] = catalog.load_plays(spark, run)
         frames.append(
             plays.withColumn(tables.LABEL, F.lit(run.label))
             .withColumn(tables.GRAPH, F.lit(run.graph))

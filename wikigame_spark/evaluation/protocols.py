@@ -12,9 +12,10 @@ import dataclasses
 
 import pandas as pd
 
-from wikigame_spark.config import PlayConfig, protocol_preset
+from wikigame_spark import protocols
+from wikigame_spark.config import PlayConfig
+from wikigame_spark.protocols import PAPER
 
-PAPER = "paper"
 PROTOCOL = "protocol"
 
 
@@ -25,7 +26,7 @@ def run_protocol(params: dict) -> str:
 def protocol_defaults(protocol: str) -> dict:
     """The play settings a protocol starts from (the dataclass defaults, then its preset)."""
     defaults = {f.name: f.default for f in dataclasses.fields(PlayConfig)}
-    return {**defaults, **protocol_preset(PlayConfig, protocol)}
+    return {**defaults, **protocols.preset(PlayConfig, protocol)}
 
 
 def label_suffix(params: dict) -> str:

@@ -3,7 +3,8 @@
 :func:`classify_works` decides the fate of every record read (the rules of
 :mod:`~wikigame_spark.ingest.openalex_records`, as column expressions so the JVM evaluates them);
 :func:`deduplicate` keeps the newest version of a work found in several ``updated_date``
-partitions; :func:`field_graph` turns one field's works into ``nodes`` and ``edges``;
+partitions; :func:`index_nodes`, :func:`citation_pairs` and :func:`symmetric_edges` turn one field's works
+into ``nodes`` and ``edges``;
 :func:`build_graphs` chains them for several fields over one read of the snapshot
 (:func:`classified_works`: for Parquet the workers classify with pyarrow instead, see
 :mod:`~wikigame_spark.ingest.openalex_arrow`).

@@ -186,7 +186,8 @@ _INVISIBLE = frozenset(INVISIBLE_TAGS)
 
 
 def _collapse(parts: list[str]) -> str:
-    """What ``Wikicode.strip_code`` does with its nodes' stripped texts (``collapse=True``)."""
+    """What ``mwparserfromhell.wikicode.Wikicode.strip_code`` does with its nodes' stripped texts
+    (``collapse=True``)."""
     text = "".join(parts).strip("\n")
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")

@@ -12,6 +12,7 @@ from wikigame_spark import preflight
 from wikigame_spark.config import ConfigError, HumanPlayConfig
 from wikigame_spark.human import run as human_run
 from wikigame_spark.human.app import create_app
+from wikigame_spark.human.arena import Arena
 from wikigame_spark.human.server import serve
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.layout import JOURNAL
@@ -24,8 +25,9 @@ def local_graph(s: HumanPlayConfig) -> None:
         raise ConfigError(f"--graph {s.graph}: human play keeps its journal beside the graph, on local disk")
 
 
-def play(ctx: Context) -> None:
-    """Serve the games until SIGTERM or Ctrl-C; a stop with no finished game records nothing."""
+def serve_games(ctx: Context) -> Arena:
+    """Serve the games until SIGTERM or Ctrl-C, before the MLflow run starts: a stop with no
+    finished game records nothing."""
     s: HumanPlayConfig = ctx.settings
     games = ctx.inputs["games_dir"]
     arena = human_run.open_arena(games, s.run_name, s.time_limit, s.max_steps)
@@ -37,13 +39,14 @@ def play(ctx: Context) -> None:
         raise NothingMade(
             f"no finished games; nothing recorded (journal {human_run.journal_path(games.graph, s.run_name)})"
         )
-    ctx.arena = arena
     ctx.tags.update(agent=HUMAN)
+    return arena
 
 
 def recorded(ctx: Context) -> Result:
     s: HumanPlayConfig = ctx.settings
-    arena, games = ctx.arena, ctx.inputs["games_dir"]
+    arena: Arena = ctx.before
+    games = ctx.inputs["games_dir"]
     plays = human_run.finished_plays(arena)
     journal_file = human_run.journal_path(games.graph, s.run_name)
     with open(journal_file, "rb") as f:
@@ -86,6 +89,6 @@ JOB = Job(
         ),
     ),
     run_name=lambda ctx: ctx.settings.run_name,
-    prepare=play,
+    before_run=serve_games,
     check=local_graph,
 )

@@ -65,6 +65,7 @@ def import_games(ctx: Context) -> Result:
 
 
 def human_tags(ctx: Context) -> None:
+    """The run's tags say people played, as a browser session's do."""
     ctx.tags.update(agent=humans.HUMAN)
 
 
@@ -82,5 +83,5 @@ JOB = Job(
         ),
     ),
     run_name=lambda ctx: ctx.settings.run_name,
-    prepare=human_tags,
+    before_run=human_tags,
 )

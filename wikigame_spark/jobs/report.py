@@ -7,6 +7,7 @@ report.json; and logs the same files as artifacts of a new run in the experiment
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import mlflow
 from pyspark.sql import DataFrame
@@ -16,20 +17,29 @@ from wikigame_spark import io, layout, preflight, tracking
 from wikigame_spark.config import ReportConfig, parse_bands
 from wikigame_spark.evaluation import evaluate, render, tables
 from wikigame_spark.outcomes import SUCCESS
-from wikigame_spark.play import record
+from wikigame_spark.play import catalog
 from wikigame_spark.runner import Context, Job, Output, Result
 from wikigame_spark.schemas import OUTCOME, STEPS
 
 log = logging.getLogger(__name__)
 
 
-def find_runs(ctx: Context) -> None:
+@dataclass(frozen=True)
+class Found:
+    """The play runs to report on, and those left out with the reason."""
+
+    runs: list[evaluate.ReportRun]
+    skipped: list[dict]
+
+
+def find_runs(ctx: Context) -> Found:
     """The play runs to report on, found before the report's own run is made."""
-    found, ctx.skipped = record.find_runs(ctx.experiment, ctx.settings.runs)
-    ctx.runs = evaluate.labelled(found)
-    if not ctx.runs:
+    found, skipped = catalog.find_runs(ctx.experiment, ctx.settings.runs)
+    runs = evaluate.labelled(found)
+    if not runs:
         raise ValueError(f"experiment {ctx.experiment!r} has no finished play runs to report on")
     ctx.tags[render.KIND_TAG] = render.KIND
+    return Found(runs, list(skipped))
 
 
 def unusable(plays: DataFrame) -> dict[str, str]:
@@ -43,7 +53,8 @@ def unusable(plays: DataFrame) -> dict[str, str]:
 
 def report(ctx: Context) -> Result:
     s: ReportConfig = ctx.settings
-    runs, skipped = ctx.runs, list(ctx.skipped)
+    found: Found = ctx.before
+    runs, skipped = found.runs, list(found.skipped)
     plays, sources = evaluate.labelled_plays(ctx.spark, runs)
     bad = unusable(plays)
     if bad:
@@ -95,5 +106,5 @@ JOB = Job(
         ),
     ),
     run_name=lambda ctx: ctx.settings.run_name,
-    prepare=find_runs,
+    before_run=find_runs,
 )

@@ -4,7 +4,7 @@ An interrupted run restarted with the same run name skips the chunks already wri
 the rest, and the games of written chunks that the server never answered (``no_response``): no
 answered game is played twice and none is lost. Every chunk records what made it
 (:meth:`~wikigame_spark.play.record.RunIdentity.made_by`: graph, games, agent, model, the options of
-:data:`PLAY_OPTIONS`, steps, seed), and a resume with anything different is refused, naming the
+:func:`play_options`, steps, seed), and a resume with anything different is refused, naming the
 differences. Writing and reading the run's record is :mod:`wikigame_spark.play.record`'s.
 """
 
