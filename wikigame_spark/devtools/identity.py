@@ -12,15 +12,16 @@ graph_stats → sample_games → play_games embedding, tfidf, random → report,
 own SQLite MLflow store (``DIR/mlflow.db``). ``compare`` checks two such folders: every Parquet
 table value-identical after sorting, every JSON manifest and text output identical once the
 fields listed in ``VOLATILE_*`` are set aside (times, the code version, absolute paths, MLflow run
-ids), every figure byte-identical, and every MLflow run's params, metrics and tags identical by run
-name. Inside every text (JSON values, Markdown, HTML, CSV, params) these are set aside too: the
-folder's absolute path, MLflow run ids (32 hex digits), times (ISO 8601), the code version
-(``0.1.0+<commit>``) and the SHA-1 digests of the folder's own manifests (full or their 12-digit
-prefix), which differ between two runs because the manifests record their time of making, and the
-UUIDs Spark puts in part files' names. Manifests' part files are compared by name, not size (a
-table's bytes follow its volatile columns); the report's cache of distance profiles, in folders
-named by run ids, is set aside (its content is in the report's tables). It
-prints each difference and exits 1 when there is one. A refactor that changes behaviour shows
+ids, the embedding cache's measured CPU cost and what the report derives from it), every figure
+byte-identical (but Fig 2C, whose x-axis is that cost), and every MLflow run's params, metrics and
+tags identical by run name. Inside every text (JSON values, Markdown, HTML, CSV, params) these are
+set aside too: the folder's absolute path, MLflow run ids (32 hex digits), times (ISO 8601), the
+code version (``0.1.0+<commit>``) and the SHA-1 digests of the folder's own manifests (full or
+their 12-digit prefix), which differ between two runs because the manifests record their time of
+making, and the UUIDs Spark puts in part files' names. Manifests' part files are compared by name,
+not size (a table's bytes follow its volatile columns); the report's cache of distance profiles,
+in folders named by run ids, is set aside (its content is in the report's tables). It prints each
+difference and exits 1 when there is one. A refactor that changes behaviour shows
 here; one that only moves code does not.
 """
 
@@ -60,9 +61,14 @@ VOLATILE_JSON_KEYS = {
     "games_per_second",
     "wall_seconds",
     "elapsed_seconds",
+    *("cpu_s", "embedding_cpu_s", "embedding_core_hours_enwiki"),  # an embedding cache's measured cost
 }
 VOLATILE_COLUMNS = {"seconds"}  # plays: time spent choosing
-VOLATILE_METRICS = {"games_per_second", "llm_latency_mean_s"}
+VOLATILE_METRICS = {"games_per_second", "llm_latency_mean_s", "embedding_cpu_s", "embedding_core_hours_enwiki"}
+# The report's figure of success against the measured embedding cost (its x-axis is a measurement),
+# as a file and inside the HTML page.
+VOLATILE_FIGURES = {"fig2c_success_vs_embedding_cost.png"}
+_MEASURED_FIGURE = re.compile(r"(<img alt='Fig 2C[^']*' src=')data:image/png;base64,[A-Za-z0-9+/=]+")
 VOLATILE_PARAMS = {"code_version", "play_runs"}  # play_runs: the report's list of MLflow run ids
 VOLATILE_TAGS_PREFIX = ("mlflow.",)  # MLflow's own tags: user, source file, git commit, log history
 VOLATILE_FILES = {"mlflow.db"}
@@ -153,8 +159,22 @@ def _digests(root: str) -> dict[str, str]:
     return _DIGESTS[root]
 
 
+def _measured(root: str) -> list[str]:
+    """The report's measured embedding costs as its tables write them (full, and to 3 decimals)."""
+    path = os.path.join(root, "report", "report.json")
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        rows = json.load(f).get("embedding_cost", [])
+    values = [r[k] for r in rows for k in ("embedding_core_hours_enwiki",) if isinstance(r.get(k), float)]
+    return [text for v in values for text in (repr(v), f"{v:.3f}")]
+
+
 def _scrub_text(text: str, root: str) -> str:
     text = text.replace(f"file://{root}", "<out>").replace(root, "<out>")
+    for value in _measured(root):
+        text = text.replace(value, "<measured>")
+    text = _MEASURED_FIGURE.sub(r"\1<measured figure>", text)
     for digest, name in _digests(root).items():
         text = text.replace(digest, name).replace(digest[:12], name)
     text = _PART_UUID.sub(r"\1-<uuid>", text)
@@ -198,7 +218,7 @@ def _files(root: str) -> set[str]:
         if rel.startswith("mlruns") or _volatile_dir(rel) or any(part.startswith(".") for part in rel.split(os.sep)):
             continue
         for name in names:
-            if name in VOLATILE_FILES or name.endswith((".parquet", ".crc")) or name == "_SUCCESS":
+            if name in VOLATILE_FILES | VOLATILE_FIGURES or name.endswith((".parquet", ".crc")) or name == "_SUCCESS":
                 continue
             found.add(os.path.normpath(os.path.join(rel, name)))
     return found
