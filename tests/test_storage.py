@@ -114,13 +114,10 @@ def test_the_lock_through_hadoop_takes_a_dead_owners(spark, tmp_path):
     assert [n for n in os.listdir(tmp_path) if not n.endswith(".crc")] == []
 
 
-def test_published_files_on_local_disk_are_plain(spark, tmp_path):
-    out = f"file://{tmp_path}/report"
-    io.publish_files(spark, {"index.html": b"<p>1</p>", "fig/a.svg": b"<svg/>"}, out)
-    io.publish_files(spark, {"index.html": b"<p>2</p>"}, out)  # replaced whole
-    assert sorted(os.listdir(tmp_path)) == ["report"]
-    assert os.listdir(tmp_path / "report") == ["index.html"]  # no .crc beside it
-    assert (tmp_path / "report" / "index.html").read_bytes() == b"<p>2</p>"
+def test_files_written_on_local_disk_are_plain(spark, tmp_path):
+    io.write_files(spark, {"index.html": b"<p>1</p>", "fig/a.svg": b"<svg/>"}, f"file://{tmp_path}/report")
+    assert sorted(os.listdir(tmp_path / "report")) == ["fig", "index.html"]  # no .crc beside them
+    assert (tmp_path / "report" / "fig" / "a.svg").read_bytes() == b"<svg/>"
 
 
 def test_input_stores_list_through_storage(spark, tmp_path):

@@ -610,22 +610,12 @@ def open_input_file(path: str, s3: dict | None = None):
     return p if isinstance(fs, pafs.LocalFileSystem) else fs.open_input_file(p)
 
 
-# --- Publishing a folder of small files -----------------------------------------------------------
-def write_local(files: dict[str, bytes], directory: str) -> None:
-    """``{relative path: bytes}`` written under a local ``directory``."""
-    store = Storage()
+# --- A folder of small files -----------------------------------------------------------------------
+def write_files(spark: SparkSession | None, files: dict[str, bytes], directory: str) -> None:
+    """``{relative path: bytes}`` written under ``directory`` (a job's staging folder, a temporary
+    one): on a local disk as plain files (Hadoop's local filesystem would add a ``.crc`` beside
+    each), elsewhere through Hadoop (DBFS, S3, HDFS…)."""
+    local = Storage(spark).local_disk(directory)
+    store, root = (Storage(), local) if local is not None else (Storage(spark), directory)
     for rel, data in files.items():
-        store.write(os.path.join(directory, rel), data)
-
-
-def publish_files(spark: SparkSession, files: dict[str, bytes], output: str) -> None:
-    """Write ``{relative path: bytes}`` as the folder ``output``, atomically: on a local disk with
-    plain files (Hadoop's local filesystem would add a ``.crc`` beside each), elsewhere through
-    Hadoop (DBFS, S3, HDFS…)."""
-    local = Storage(spark).local_disk(output)
-    if local is not None:
-        spark, output = None, local
-    store = Storage(spark)
-    with staged_output(spark, output, overwrite=True) as staging:
-        for rel, data in files.items():
-            store.write(layout.join(staging, rel), data)
+        store.write(layout.join(root, rel), data)

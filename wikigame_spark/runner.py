@@ -380,15 +380,16 @@ def _open_input(spec: Input, path, ctx: Context, spark):
     path = preflight.absolute(path)
     if not preflight.is_local(path) and spark is None:
         return None
+    store = Storage(spark)
     if spec.kind == GRAPH:
         manifest = preflight.require_graph(path, flag, spark=spark)
-        verify(Storage(spark), path, manifest, flag)
-        check_ids(Storage(spark), layout.join(path, layout.NODES), layout.join(path, layout.EDGES), flag)
+        verify(store, path, manifest, flag)
+        check_ids(store, layout.join(path, layout.NODES), layout.join(path, layout.EDGES), flag)
         cache = getattr(ctx.settings, spec.cache_setting, "") if spec.cache_setting else ""
         return GraphHandle(path, manifest, preflight.absolute(cache) if cache else "")
     graph = ctx.inputs[spec.bound_to]
     manifest = preflight.require_games(path, flag, spark=spark)
-    verify(Storage(spark), path, manifest, flag)
+    verify(store, path, manifest, flag)
     preflight.games_bound_to(manifest, graph.manifest, path, graph.path)
     return GamesHandle(path, manifest, graph)
 

@@ -2,8 +2,8 @@
 
 :func:`render` gives the report's files as bytes — report.md, report.html (figures inlined, so it
 reads anywhere, the MLflow UI included), figures/*.png, tables/*.csv, report.json (also the
-folder's manifest) — which ``jobs/report.py`` logs to MLflow and publishes atomically
-(:func:`wikigame_spark.io.publish_files`).
+folder's manifest) — which ``jobs/report.py`` logs to MLflow and writes into its output's staging
+folder (:func:`wikigame_spark.io.write_files`), which the job runner renames into place.
 """
 
 from __future__ import annotations
@@ -298,5 +298,5 @@ def log_artifacts(files: dict[str, bytes]) -> None:
     import mlflow
 
     with tempfile.TemporaryDirectory() as tmp:
-        io.write_local(files, tmp)
+        io.write_files(None, files, tmp)
         mlflow.log_artifacts(tmp)
