@@ -39,7 +39,7 @@ def main() -> None:
     import pyarrow.dataset as ds
     from pyspark.sql import functions as F
 
-    from wikigame_spark import io
+    from wikigame_spark import parquet
     from wikigame_spark.session import build_session
 
     spark = build_session("bench_checksums")
@@ -53,7 +53,7 @@ def main() -> None:
         edges.write.parquet(path)
         plain = ds.ParquetFileFormat()
         readers = {
-            "pyarrow": lambda verify: ds.dataset(path, format=io.parquet_format() if verify else plain).to_table(),
+            "pyarrow": lambda verify: ds.dataset(path, format=parquet.parquet_format() if verify else plain).to_table(),
             "Spark": lambda verify: (
                 hadoop.set(VERIFY, str(verify).lower()),
                 spark.read.parquet(path).agg(F.sum("src"), F.sum("dst")).collect(),

@@ -208,8 +208,8 @@ def step_prepare(graph: str) -> dict:
 
 def _today_matrix(cache: str) -> np.ndarray:
     """Today's reader of an embedding cache: the Parquet vectors into one float32 array."""
-    from wikigame_spark.io import read_columns
     from wikigame_spark.layout import CacheDir
+    from wikigame_spark.parquet import read_columns
 
     table = read_columns(CacheDir.vectors(cache), ["id", "vector"]).sort_by("id")
     flat = table.column("vector").combine_chunks().flatten().to_numpy()

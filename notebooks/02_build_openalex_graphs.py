@@ -52,12 +52,12 @@ build_openalex.main(argv)
 
 import pandas as pd  # noqa: E402
 
-from wikigame_spark import io, layout  # noqa: E402
+from wikigame_spark import layout, manifests  # noqa: E402
 from wikigame_spark.ingest.openalex_records import field_slug  # noqa: E402
 from wikigame_spark.session import build_session  # noqa: E402
 
 spark = build_session("notebooks")
-manifests = {f: io.read_manifest(spark, layout.join(graphs, field_slug(f))) for f in fields}
+manifests = {f: manifests.read_manifest(spark, layout.join(graphs, field_slug(f))) for f in fields}
 show(
     pd.DataFrame(
         [

@@ -44,14 +44,15 @@ report.main(argv + (["--runs", *runs.split()] if runs else []))
 
 import pandas as pd  # noqa: E402
 
-from wikigame_spark import io  # noqa: E402
+from wikigame_spark import manifests  # noqa: E402
 from wikigame_spark.session import build_session  # noqa: E402
+from wikigame_spark.storage import Storage  # noqa: E402
 
 spark = build_session("notebooks")
-summary = io.read_json(spark, f"{report_dir}/report.json")
+summary = manifests.read_json(spark, f"{report_dir}/report.json")
 show(pd.DataFrame(summary["success"]))
 show(pd.DataFrame(summary["fits"])[["agent", "graph", "variant", "successes"]])
 if ON_DATABRICKS:
-    displayHTML(io.read_text(spark, f"{report_dir}/report.html"))  # noqa: F821
+    displayHTML(Storage(spark).read_text(f"{report_dir}/report.html"))  # noqa: F821
 else:
     print(f"report: {report_dir}/report.html")

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "wikigame_spark"
 LIBRARY = "wikigame_spark"
 
-# jobs → evaluation/human → play → agents/ingest → graph → io/tracking → config/schemas/layout/outcomes.
+# jobs → evaluation/human → play → agents/ingest → graph → storage/outputs/tracking → config/schemas/layout.
 # A package may import its own layer or any below it. A new top-level module or package has to be
 # placed here, so its layer is a decision, not an accident.
 RANK = {
@@ -29,7 +29,10 @@ RANK = {
     "drops": 0,
     "full_size": 0,
     # storage, opened inputs, tracking, the Spark session and the checks made with them
-    "io": 1,
+    "parquet": 1,
+    "manifests": 1,
+    "outputs": 1,
+    "stores": 1,
     "storage": 1,
     "contents": 1,
     "handles": 1,

@@ -13,7 +13,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from wikigame_spark import io, preflight
+from wikigame_spark import outputs, parquet, preflight, stores
 from wikigame_spark.storage import Storage, StorageError, arrow, is_local, local_path, spark_uri
 
 
@@ -101,21 +101,24 @@ def test_atomic_create_has_one_winner(tmp_path):
 
 def test_the_lock_through_hadoop_takes_a_dead_owners(spark, tmp_path):
     out = f"file://{tmp_path}/plays"
-    with io.output_lock(out, spark, what="run") as owner:
+    with outputs.output_lock(out, spark, what="run") as owner:
         assert owner["pid"] == os.getpid() and os.path.exists(f"{tmp_path}/plays.lock")
-        with pytest.raises(io.OutputBusyError, match=f"being written by pid {os.getpid()}"), io.output_lock(out, spark):
+        with (
+            pytest.raises(outputs.OutputBusyError, match=f"being written by pid {os.getpid()}"),
+            outputs.output_lock(out, spark),
+        ):
             pass
     assert not os.path.exists(f"{tmp_path}/plays.lock")
     gone = subprocess.Popen(["true"])
     gone.wait()
     Storage(spark).write_text(f"{out}.lock", f'{{"host": "{os.uname().nodename}", "pid": {gone.pid}}}')
-    with io.output_lock(out, spark):
+    with outputs.output_lock(out, spark):
         pass
     assert [n for n in os.listdir(tmp_path) if not n.endswith(".crc")] == []
 
 
 def test_files_written_on_local_disk_are_plain(spark, tmp_path):
-    io.write_files(spark, {"index.html": b"<p>1</p>", "fig/a.svg": b"<svg/>"}, f"file://{tmp_path}/report")
+    outputs.write_files(spark, {"index.html": b"<p>1</p>", "fig/a.svg": b"<svg/>"}, f"file://{tmp_path}/report")
     assert sorted(os.listdir(tmp_path / "report")) == ["fig", "index.html"]  # no .crc beside them
     assert (tmp_path / "report" / "fig" / "a.svg").read_bytes() == b"<svg/>"
 
@@ -123,23 +126,23 @@ def test_files_written_on_local_disk_are_plain(spark, tmp_path):
 def test_input_stores_list_through_storage(spark, tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "part_0.gz").write_bytes(b"abc")
-    local, root = io.open_store(f"file://{tmp_path}")
-    hadoop, uri = io.open_store(f"hdfs://nn{tmp_path}", spark=spark)
-    assert isinstance(local, io.LocalStore) and root == str(tmp_path) and isinstance(hadoop, io.HadoopStore)
+    local, root = stores.open_store(f"file://{tmp_path}")
+    hadoop, uri = stores.open_store(f"hdfs://nn{tmp_path}", spark=spark)
+    assert isinstance(local, stores.LocalStore) and root == str(tmp_path) and isinstance(hadoop, stores.HadoopStore)
     assert uri == f"hdfs://nn{tmp_path}"
-    assert local.list(root) == {"d/part_0.gz": 3} == io.HadoopStore(spark).list(f"file://{tmp_path}")
+    assert local.list(root) == {"d/part_0.gz": 3} == stores.HadoopStore(spark).list(f"file://{tmp_path}")
     assert local.spark_path(local.join(root, "d/part_0.gz")) == f"file://{tmp_path}/d/part_0.gz"
     with pytest.raises(StorageError, match="needs a Spark session"):
-        io.open_store("hdfs://nn/x")
+        stores.open_store("hdfs://nn/x")
 
 
 def test_workers_reach_the_same_paths_with_pyarrow(tmp_path):
     pq.write_table(pa.table({"id": [3, 1, 2]}), tmp_path / "part-0.parquet")
     for path in (str(tmp_path), f"file://{tmp_path}"):
-        assert io.read_columns(path, ["id"]).column("id").to_pylist() == [3, 1, 2]
+        assert parquet.read_columns(path, ["id"]).column("id").to_pylist() == [3, 1, 2]
     fs, p = arrow("s3a://bucket/key", {"region": "us-east-1", "anonymous": True})
     assert isinstance(fs, pafs.S3FileSystem) and p == "bucket/key"
-    assert io.open_input_file(f"file://{tmp_path}/part-0.parquet") == f"{tmp_path}/part-0.parquet"
+    assert stores.open_input_file(f"file://{tmp_path}/part-0.parquet") == f"{tmp_path}/part-0.parquet"
 
 
 def test_schemes():

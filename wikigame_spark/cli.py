@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from wikigame_spark.config import ConfigError
 from wikigame_spark.graph.frame import GraphFramesUnavailable
 from wikigame_spark.ingest.dumps import DumpError
-from wikigame_spark.io import OutputBusyError, OutputExistsError
+from wikigame_spark.outputs import OutputBusyError, OutputExistsError
 
 log = logging.getLogger(__name__)
 

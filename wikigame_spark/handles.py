@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wikigame_spark import io
+from wikigame_spark import manifests
 from wikigame_spark.layout import CacheDir, GamesDir, GraphDir
 
 
@@ -25,12 +25,12 @@ class GraphHandle:
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", self.path.rstrip("/"))
         object.__setattr__(self, "cache_dir", (self.cache_dir or GraphDir(self.path).cache).rstrip("/"))
-        object.__setattr__(self, "sha1", io.manifest_sha1(self.manifest))
+        object.__setattr__(self, "sha1", manifests.manifest_sha1(self.manifest))
 
     @classmethod
     def open(cls, path: str, spark=None, cache_dir: str = "") -> GraphHandle:
         """The graph folder at ``path`` with its manifest (a local path needs no session)."""
-        return cls(path, io.read_manifest(spark, path.rstrip("/")), cache_dir)
+        return cls(path, manifests.read_manifest(spark, path.rstrip("/")), cache_dir)
 
     @property
     def dir(self) -> GraphDir:
@@ -74,7 +74,7 @@ class GamesHandle:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", self.path.rstrip("/"))
-        object.__setattr__(self, "sha1", io.manifest_sha1(self.manifest))
+        object.__setattr__(self, "sha1", manifests.manifest_sha1(self.manifest))
 
     @property
     def table(self) -> str:

@@ -3,7 +3,7 @@
 Every reader and writer takes its paths from here, so a table or cache moves by changing one line
 (compare datatrove's ``DataFolder``). The layout, ``GRAPH`` being a :class:`GraphDir`::
 
-    GRAPH/manifest.json                     what built the graph (``io.MANIFEST`` in every output)
+    GRAPH/manifest.json                     what built the graph (``MANIFEST`` in every output)
     GRAPH/nodes  GRAPH/edges  GRAPH/redirects   the graph's tables (Parquet)
     GRAPH/games/games  + manifest.json      games (jobs/sample_games.py; any games folder: GamesDir)
     GRAPH/stats/                            graph statistics (jobs/graph_stats.py)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import pyarrow.fs as pafs
 
-from wikigame_spark import io, layout, tracking
+from wikigame_spark import layout, manifests, outputs, tracking
 from wikigame_spark.layout import GraphDir, PlaysDir
 from wikigame_spark.storage import Storage, arrow, is_local, local_path
 
@@ -53,7 +53,7 @@ def kind(path: str, spark=None) -> str | None:
     if not fs.is_dir(path):
         return DUMP
     names = set(fs.names(path))
-    if io.MANIFEST not in names:
+    if layout.MANIFEST not in names:
         return None
     if GraphDir.is_graph(names):
         return GRAPH
@@ -72,7 +72,7 @@ def _manifest(fs: Storage, flag: str, path: str) -> dict:
     try:
         return json.loads(fs.read_text(layout.manifest(path)))
     except (OSError, ValueError) as e:
-        raise PreflightError(f"{flag} {path}: cannot read {io.MANIFEST}: {e}") from e
+        raise PreflightError(f"{flag} {path}: cannot read {layout.MANIFEST}: {e}") from e
 
 
 def _reason(e: Exception) -> str:
@@ -150,7 +150,7 @@ def games_bound_to(games_manifest: dict, graph_manifest: dict, games_dir: str, g
     """A games table is played only on the graph it was sampled on (its manifest records that
     graph's manifest digest)."""
     recorded = (games_manifest.get("graph") or {}).get("manifest_sha1")
-    actual = io.manifest_sha1(graph_manifest)
+    actual = manifests.manifest_sha1(graph_manifest)
     if not recorded:
         raise PreflightError(
             f"--games-dir {games_dir}: its manifest names no graph; sample games on {graph} with jobs/sample_games.py"
@@ -199,7 +199,7 @@ def check_output(
     p = absolute(path)
     marker = layout.manifest(p) if finished else p
     if fs.exists(marker) and not overwrite:
-        raise io.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
+        raise outputs.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
     if fs.exists(p) and not fs.is_dir(p):
         raise PreflightError(f"{flag} {path}: is a file, not a folder")
     for source in sources:
@@ -236,7 +236,7 @@ def check_replaceable(
     names = [n for n in fs.names(path) if not n.startswith(".")]
     if not names:
         return
-    manifest = io.folder_manifest(fs, path)
+    manifest = outputs.folder_manifest(fs, path)
     found = None if manifest is None else str(manifest.get("kind") or "")
     if found is None and resumable and all(n.startswith(layout.CHUNK_PREFIX) for n in names):
         return  # an unfinished play run: resumed
@@ -260,7 +260,7 @@ def check_not_inside_a_table(fs: Storage, path: str, flag: str) -> None:
     while parent and parent != child and not parent.endswith(":") and not parent.endswith(":/"):
         if fs.exists(layout.manifest(parent)):
             name = child[len(parent) :].strip("/").split("/", 1)[0]
-            outer = io.others_inside(fs, parent, [])
+            outer = outputs.others_inside(fs, parent, [])
             if fs.exists(layout.join(parent, name)) and name not in outer:
                 raise PreflightError(
                     f"{flag} {path}: inside {name} of the output {parent} (its manifest records it): "

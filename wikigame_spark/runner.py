@@ -9,7 +9,7 @@ and returns a :class:`Result`. The runner does the rest, the same way for every 
 1. parse the flags and ``--config`` (default ``conf/<job>.yaml``) into the settings, validated;
 2. preflight: local inputs, outputs and the tracking store before Spark starts, other URIs right
    after it; each input opened once into a handle (:mod:`wikigame_spark.handles`);
-3. one writer per output (``io.output_lock``), staging folders of dead runs removed;
+3. one writer per output (``outputs.output_lock``), staging folders of dead runs removed;
 4. the MLflow run started (or resumed, for a play run's unfinished plays), tagged with the stage;
 5. the body, writing into staging folders; then each output's manifest (what made it) and the
    rename into place — an older output stays readable until the new one is complete;
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikigame_spark import cli, config, io, layout, preflight, progress, tracking
+from wikigame_spark import cli, config, layout, manifests, outputs, preflight, progress, storage, tracking
 from wikigame_spark.config import ConfigError, flatten
 from wikigame_spark.contents import CONTENTS, check_ids, describe, verify
 from wikigame_spark.handles import GamesHandle, GraphHandle
@@ -137,7 +137,7 @@ class Context:
         spark_version = self._spark.version if self._spark is not None else None
         return {
             "parameters": flatten(self.settings),
-            "code_version": io.code_version(),
+            "code_version": manifests.code_version(),
             "created": self.started.isoformat(),
             "spark_version": spark_version,
         }
@@ -178,7 +178,7 @@ class Job:
         default = config.default_yaml(self.name)
         p.add_argument("--config", metavar="YAML", help="settings file" + (f" (default {default})" if default else ""))
         p.add_argument("--verbose", action="store_true", help="Spark's task traces and the fault's traceback too")
-        p.add_argument("--version", action="version", version=f"wikigame-spark {io.code_version()}")
+        p.add_argument("--version", action="version", version=f"wikigame-spark {manifests.code_version()}")
         return p
 
     def parse(self, argv: list[str] | None) -> Any:
@@ -209,7 +209,7 @@ class Job:
                 for key in out.paths(ctx.settings, ctx.inputs):
                     path = ctx.outputs[key]
                     lock_spark = None if preflight.is_local(path) else ctx.spark
-                    stack.enter_context(io.output_lock(path, lock_spark, what=what))
+                    stack.enter_context(outputs.output_lock(path, lock_spark, what=what))
             self._stage(ctx)
             _tag_inputs(ctx)
             try:
@@ -249,7 +249,7 @@ class Job:
         if not ctx.outputs:
             for out in self.outputs:
                 for key, path in out.paths(ctx.settings, ctx.inputs).items():
-                    ctx.outputs[key] = preflight.absolute(io.spark_uri(path))
+                    ctx.outputs[key] = preflight.absolute(storage.spark_uri(path))
             if set(ctx.outputs) == {""} and hasattr(ctx.settings, "output"):
                 ctx.settings = dataclasses.replace(ctx.settings, output=ctx.outputs[""])
         overwrite = bool(getattr(ctx.settings, "overwrite", False))
@@ -270,13 +270,13 @@ class Job:
                 path = ctx.outputs[key]
                 spark = None if preflight.is_local(path) else ctx.spark
                 finished = _exists(spark, manifest_path(path))
-                io.clean_staging(path, spark)
+                outputs.clean_staging(path, spark)
                 if out.resumable and not finished:
                     ctx.staging[key] = path  # unfinished plays are resumed in place
                 elif out.resumable:
-                    ctx.staging[key] = io.resume_staging(path)
+                    ctx.staging[key] = outputs.resume_staging(path)
                 else:
-                    ctx.staging[key] = io.new_staging(path)
+                    ctx.staging[key] = outputs.new_staging(path)
 
     @contextlib.contextmanager
     def _tracked(self, ctx: Context) -> Iterator[None]:
@@ -287,7 +287,7 @@ class Job:
         tags = {"stage": self.name, **ctx.tags, tracking.OUTPUT_TAG: ";".join(sorted(ctx.outputs.values()))}
         with tracking.run(ctx.experiment, name, ctx.identity, tags, resume=ctx.resume) as run:
             ctx.run = run
-            params = {**flatten(ctx.settings), "code_version": io.code_version(), **ctx.identity}
+            params = {**flatten(ctx.settings), "code_version": manifests.code_version(), **ctx.identity}
             tracking.log_params_resumable(run, params)
             if not ctx.resume:
                 _log_datasets(ctx)
@@ -307,9 +307,9 @@ class Job:
                         experiment=ctx.experiment,
                         tracking_uri=tracking.tracking_uri(),
                     )
-                io.write_json(spark, manifest_path(staging), manifest)
+                manifests.write_json(spark, manifest_path(staging), manifest)
             if staging != path:
-                io.publish(spark, staging, path)
+                outputs.publish(spark, staging, path)
 
 
 def _input_paths(ctx: Context, kinds: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -360,7 +360,7 @@ def _as_list(value) -> list[str]:
 
 
 def _exists(spark, path: str) -> bool:
-    return os.path.exists(preflight.local_path(path)) if spark is None else io.exists(spark, path)
+    return os.path.exists(preflight.local_path(path)) if spark is None else Storage(spark).exists(path)
 
 
 def _open_input(spec: Input, path, ctx: Context, spark):

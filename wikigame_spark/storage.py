@@ -12,7 +12,7 @@ without a session, the name Hadoop knows it by and the name and file system pyar
 with. A scheme Hadoop and pyarrow both know by its own name (``hdfs://``, ``gs://``) needs no entry,
 only its Hadoop connector's jar on the classpath. Input stores list and read with the methods
 ``join``, ``is_file``, ``list``, ``size``, ``read`` and ``spark_path``; :class:`Storage` has them, and
-``io.S3Store`` has them over boto3 (how the public OpenAlex bucket is read anonymously).
+``stores.S3Store`` has them over boto3 (how the public OpenAlex bucket is read anonymously).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def spark_uri(uri: str) -> str:
 
 def arrow(path: str, options: dict | None = None) -> tuple[pafs.FileSystem, str]:
     """A pyarrow file system and path for ``path`` (how a worker reaches it). ``options`` are the
-    scheme's file-system arguments (``S3FileSystem``'s, from ``io.S3Store.arrow_options``); without
+    scheme's file-system arguments (``S3FileSystem``'s, from ``stores.S3Store.arrow_options``); without
     them pyarrow finds its own (credential chain, bucket region)."""
     s = _scheme(path)
     if s.local:

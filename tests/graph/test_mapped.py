@@ -21,7 +21,7 @@ from wikigame_spark.devtools.games import small_graph, write_games
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GraphHandle
-from wikigame_spark.io import read_columns
+from wikigame_spark.parquet import read_columns
 from wikigame_spark.play.engine import play_games
 
 

@@ -179,7 +179,7 @@ def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spa
     from spark-defaults' spark.jars), both with the GraphFrames method, and the stage with the local
     method: the same games and the same counts."""
     from jobs import sample_games as job
-    from wikigame_spark import io
+    from wikigame_spark import parquet
     from wikigame_spark.schemas import GAMES
 
     common = ["--graph", ltg_graph, "--games", "30", "--seed", "9"]
@@ -196,7 +196,7 @@ def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spa
     assert "sample_games: wrote" in done.stdout + done.stderr
 
     def table(path: str) -> pd.DataFrame:
-        return io.read_table(spark, f"{path}/games", GAMES).orderBy("game_id").toPandas()
+        return parquet.read_table(spark, f"{path}/games", GAMES).orderBy("game_id").toPandas()
 
     g = frame.read_graph(spark, ltg_graph)
     cfg = SampleGamesConfig(graph=ltg_graph, games=30, seed=9, method="local")

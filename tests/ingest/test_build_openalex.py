@@ -23,7 +23,7 @@ from wikigame_spark.devtools.openalexgen import (
     generate,
     generated_files,
 )
-from wikigame_spark.io import OutputExistsError
+from wikigame_spark.outputs import OutputExistsError
 
 FIELDS = ["Social Sciences", "Arts and Humanities"]
 SLUGS = {"Social Sciences": "social-sciences", "Arts and Humanities": "arts-and-humanities"}

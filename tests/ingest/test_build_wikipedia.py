@@ -11,7 +11,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs import build_wikipedia
 from tests.conftest import BNWIKI, ENWIKI, LTG
-from wikigame_spark import io
+from wikigame_spark import outputs, parquet
 from wikigame_spark.devtools.dumpgen import write_multistream
 from wikigame_spark.ingest import dumps
 from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
@@ -19,9 +19,9 @@ from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
 
 def load(spark, graph):
     return (
-        io.read_table(spark, f"{graph}/nodes", WIKIPEDIA_NODES),
-        io.read_table(spark, f"{graph}/edges", EDGES),
-        io.read_table(spark, f"{graph}/redirects", REDIRECTS),
+        parquet.read_table(spark, f"{graph}/nodes", WIKIPEDIA_NODES),
+        parquet.read_table(spark, f"{graph}/edges", EDGES),
+        parquet.read_table(spark, f"{graph}/redirects", REDIRECTS),
         json.load(open(f"{graph}/manifest.json")),
     )
 
@@ -80,7 +80,7 @@ def test_rebuild_is_identical(spark, ltg_graph, tmp_path):
 
 
 def test_existing_output_needs_overwrite(ltg_graph):
-    with pytest.raises(io.OutputExistsError, match="--overwrite"):
+    with pytest.raises(outputs.OutputExistsError, match="--overwrite"):
         build_wikipedia.main(["--input", LTG, "--output", ltg_graph])
 
 

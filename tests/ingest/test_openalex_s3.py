@@ -15,7 +15,8 @@ from tests.s3server import CREDENTIALS, s3_server
 from wikigame_spark.devtools.openalexcheck import expected_graphs
 from wikigame_spark.devtools.openalexgen import Spec, generate, generated_files
 from wikigame_spark.ingest.openalex_snapshot import SnapshotError, plan_snapshot
-from wikigame_spark.io import S3Store, StorageError
+from wikigame_spark.storage import StorageError
+from wikigame_spark.stores import S3Store
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ from wikigame_spark.ingest.openalex_snapshot import (
     manifest_relative,
     plan_snapshot,
 )
-from wikigame_spark.io import configure_s3a, spark_uri
+from wikigame_spark.storage import spark_uri
+from wikigame_spark.stores import configure_s3a
 
 REAL_MANIFEST = os.path.join(SNAPSHOT, "data", "works", "manifest")
 

@@ -10,7 +10,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from tests.jobs.jobrun import job_env, run_job
-from wikigame_spark import cli, io
+from wikigame_spark import cli, outputs
+from wikigame_spark.storage import Storage
 
 
 @pytest.mark.parametrize("checksum", [False, True])
@@ -86,9 +87,12 @@ def test_verbose_shows_the_trace_and_still_ends_with_the_line(tmp_path):
 
 def test_output_lock_refuses_a_live_owner_and_takes_a_dead_ones(tmp_path):
     out = str(tmp_path / "plays")
-    with io.output_lock(out, what="run") as owner:
+    with outputs.output_lock(out, what="run") as owner:
         assert owner["pid"] == os.getpid()
-        with pytest.raises(io.OutputBusyError, match=f"being written by pid {os.getpid()}"), io.output_lock(out):
+        with (
+            pytest.raises(outputs.OutputBusyError, match=f"being written by pid {os.getpid()}"),
+            outputs.output_lock(out),
+        ):
             pass
     assert not os.path.exists(f"{out}.lock")
     gone = subprocess.Popen(["true"])
@@ -96,7 +100,7 @@ def test_output_lock_refuses_a_live_owner_and_takes_a_dead_ones(tmp_path):
     dead = gone.pid
     with open(f"{out}.lock", "w") as f:
         f.write(f'{{"host": "{os.uname().nodename}", "pid": {dead}, "since": "then"}}')
-    with io.output_lock(out) as owner:
+    with outputs.output_lock(out) as owner:
         assert owner["pid"] == os.getpid()
     assert not os.path.exists(f"{out}.lock")
 
@@ -152,10 +156,10 @@ def test_a_replaced_output_is_swapped_in_whole(spark, tmp_path):
     for name, text in {"old": "old", "manifest.json": '{"files": ["old"]}', "games/g": "games"}.items():
         with open(f"{out}/{name}", "w") as f:
             f.write(text)
-    with io.staged_output(spark, out, overwrite=True) as staging:
+    with outputs.staged_output(spark, out, overwrite=True) as staging:
         assert os.path.basename(staging).startswith(".out._staging-")  # hidden from part-* globs
-        io.write_text(spark, f"{staging}/new", "new")
-        io.write_text(spark, f"{staging}/manifest.json", '{"files": ["new"]}')
+        Storage(spark).write_text(f"{staging}/new", "new")
+        Storage(spark).write_text(f"{staging}/manifest.json", '{"files": ["new"]}')
         assert sorted(os.listdir(out)) == ["games", "manifest.json", "old"]  # the older output, whole
     assert sorted(n for n in os.listdir(out) if not n.endswith(".crc")) == ["games", "manifest.json", "new"]
     assert open(f"{out}/games/g").read() == "games" and open(f"{out}/manifest.json").read() == '{"files": ["new"]}'

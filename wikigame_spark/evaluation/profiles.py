@@ -20,11 +20,12 @@ from collections.abc import Sequence
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from wikigame_spark import io, layout
+from wikigame_spark import layout, manifests, outputs, parquet
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.profiles import DISTANCES, GAME_ID, PROFILES, ProfileGraph, degree_strata
 from wikigame_spark.layout import GraphDir
 from wikigame_spark.play import record
+from wikigame_spark.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +48,14 @@ def games_set(params: dict) -> str:
 
 
 def cache_path(graph_dir: str, games: str, run_id: str) -> str:
-    return layout.join(GraphDir(graph_dir).cache, "profiles", io.manifest_sha1({"games_set": games})[:16], run_id)
+    return layout.join(
+        GraphDir(graph_dir).cache, "profiles", manifests.manifest_sha1({"games_set": games})[:16], run_id
+    )
 
 
 def _made_from(spark: SparkSession, graph_dir: str, run, games: str) -> dict:
     return {
-        "graph_manifest_sha1": io.manifest_sha1(io.read_manifest(spark, graph_dir)),
+        "graph_manifest_sha1": manifests.manifest_sha1(manifests.read_manifest(spark, graph_dir)),
         GAMES_SET: games,
         "run_id": run.run_id,
     }
@@ -79,7 +82,7 @@ def profiled_plays(
     parts, notes = [], []
     for graph_dir, group in sorted(by_graph.items()):
         names = ", ".join(r.run_name for r in group)
-        if not graph_dir or not io.exists(spark, layout.manifest(graph_dir)):
+        if not graph_dir or not Storage(spark).exists(layout.manifest(graph_dir)):
             notes.append(
                 f"distance profiles: the graph of run(s) {names} ({graph_dir or 'not recorded'}) is not readable"
             )
@@ -123,7 +126,7 @@ def _profiles(
         for run, path, made_from, r in todo:
             table = pd.DataFrame({GAME_ID: plays.loc[r, "game_id"].astype("int64"), DISTANCES: out[r]})
             df = spark.createDataFrame(table, PROFILES).coalesce(1)
-            io.write_cache(
+            outputs.write_cache(
                 spark, path, PROFILE_TABLE, df, PROFILES, {"kind": "distance_profiles", "made_from": made_from}
             )
             log.info("distance profiles of run %s (%d plays) cached at %s", run.run_name, int(r.sum()), path)
@@ -132,10 +135,10 @@ def _profiles(
 
 def _read(spark: SparkSession, path: str, made_from: dict) -> dict | None:
     try:
-        manifest = io.read_manifest(spark, path)
+        manifest = manifests.read_manifest(spark, path)
     except FileNotFoundError:
         return None
     if manifest.get("made_from") != made_from:
         return None
-    table = io.read_table(spark, layout.join(path, PROFILE_TABLE), PROFILES).toPandas()
+    table = parquet.read_table(spark, layout.join(path, PROFILE_TABLE), PROFILES).toPandas()
     return {int(g): [int(v) for v in d] for g, d in zip(table[GAME_ID], table[DISTANCES])}

@@ -3,7 +3,7 @@
 :func:`render` gives the report's files as bytes — report.md, report.html (figures inlined, so it
 reads anywhere, the MLflow UI included), figures/*.png, tables/*.csv, report.json (also the
 folder's manifest) — which ``jobs/report.py`` logs to MLflow and writes into its output's staging
-folder (:func:`wikigame_spark.io.write_files`), which the job runner renames into place.
+folder (:func:`wikigame_spark.outputs.write_files`), which the job runner renames into place.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 
 import pandas as pd
 
-from wikigame_spark import io
+from wikigame_spark import layout, manifests, outputs
 from wikigame_spark.document import Document, fmt
 from wikigame_spark.evaluation import bands, figures, loops, protocols, routes, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
@@ -103,7 +103,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     doc.para(
         f"{_count(len(ev.runs), 'play run')}, {_count(games, 'game')}, {_count(len(labels), 'agent')} "
         f"on {_count(len(graphs), 'graph')}. "
-        f"Created {created} by wikigame-spark {io.code_version()}"
+        f"Created {created} by wikigame-spark {manifests.code_version()}"
         + (f"; MLflow report run `{run_id}`." if run_id else ".")
     )
     doc.heading("Runs")
@@ -261,7 +261,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
         "kind": KIND,
         "experiment": experiment,
         "created": created,
-        "code_version": io.code_version(),
+        "code_version": manifests.code_version(),
         "mlflow_run_id": run_id,
         "runs": ev.runs.to_dict(orient="records"),
         "run_inputs": ev.trace.to_dict(orient="records"),
@@ -278,7 +278,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
         "figures": sorted(k for k in files if k.startswith("figures/")),
     }
     files["report.json"] = (json.dumps(summary, indent=2, ensure_ascii=False, default=_json_default) + "\n").encode()
-    files[io.MANIFEST] = files["report.json"]
+    files[layout.MANIFEST] = files["report.json"]
     return files
 
 
@@ -298,5 +298,5 @@ def log_artifacts(files: dict[str, bytes]) -> None:
     import mlflow
 
     with tempfile.TemporaryDirectory() as tmp:
-        io.write_files(None, files, tmp)
+        outputs.write_files(None, files, tmp)
         mlflow.log_artifacts(tmp)

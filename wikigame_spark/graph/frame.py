@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from wikigame_spark import io
+from wikigame_spark import parquet
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.schemas import DST, EDGES, ID, NODES, SRC, require_columns
 
@@ -75,8 +75,8 @@ def read_graph(spark: SparkSession, graph: GraphHandle | str) -> Graph:
     # (the source's key, e.g. page_id or work_id, and columns such as language).
     contract = {f.name: f for f in NODES.fields}
     fields = [contract.get(f.name, StructField(f.name, f.dataType, True)) for f in found.fields]
-    nodes = io.read_table(spark, nodes_path, StructType(fields))
-    edges = io.read_table(spark, graph.dir.edges, EDGES)
+    nodes = parquet.read_table(spark, nodes_path, StructType(fields))
+    edges = parquet.read_table(spark, graph.dir.edges, EDGES)
     return Graph(handle=graph, nodes=nodes, edges=edges)
 
 

@@ -42,12 +42,13 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyspark.sql import SparkSession
 
-from wikigame_spark import io, layout
+from wikigame_spark import layout, manifests, outputs, parquet, storage
 from wikigame_spark.graph.csr import compact_ptr, place, row_runs
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
+from wikigame_spark.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,8 @@ def _local(uri: str) -> str:
 
 
 def _dataset(path: str) -> ds.Dataset:
-    fs, p = io.arrow_path(path)
-    return ds.dataset(p, filesystem=fs, format=io.parquet_format())
+    fs, p = storage.arrow(path)
+    return ds.dataset(p, filesystem=fs, format=parquet.parquet_format())
 
 
 def _write_texts(nodes: ds.Dataset, n: int, column: str, folder: str, name: str, batch_rows: int) -> None:
@@ -156,11 +157,11 @@ def build_graph_files(graph_dir: str, folder: str, batch_rows: int = BATCH_ROWS,
     edges, whatever the graph's size; the files are written through their mappings.
     """
     nodes = _dataset(GraphDir(graph_dir).nodes)
-    with io.checked_pages(GraphDir(graph_dir).nodes):
+    with parquet.checked_pages(GraphDir(graph_dir).nodes):
         n = _node_count(graph_dir, nodes)
-    with io.checked_pages(GraphDir(graph_dir).edges):
+    with parquet.checked_pages(GraphDir(graph_dir).edges):
         m = _write_csr(graph_dir, n, folder, batch_rows, sort_edges)
-    with io.checked_pages(GraphDir(graph_dir).nodes):
+    with parquet.checked_pages(GraphDir(graph_dir).nodes):
         for column, name in ((TITLE, "titles"), (SUMMARY, "summaries")):
             _write_texts(nodes, n, column, folder, name, batch_rows)
     return {"nodes": n, "edges": m}
@@ -168,7 +169,7 @@ def build_graph_files(graph_dir: str, folder: str, batch_rows: int = BATCH_ROWS,
 
 def build_matrix_file(vectors_path: str, folder: str) -> dict:
     """``vectors.npy`` (float32, N × d, row = node id) from a Parquet ``(id, vector)`` table."""
-    with io.checked_pages(vectors_path):
+    with parquet.checked_pages(vectors_path):
         return _write_matrix(vectors_path, folder)
 
 
@@ -202,7 +203,7 @@ def _write_matrix(vectors_path: str, folder: str) -> dict:
 
 
 def _read_manifest(uri: str) -> dict | None:
-    fs, p = io.arrow_path(layout.manifest(uri))
+    fs, p = storage.arrow(layout.manifest(uri))
     try:
         with fs.open_input_stream(p) as f:
             return json.loads(f.read().decode("utf-8"))
@@ -238,17 +239,20 @@ def ensure_folder(spark: SparkSession, uri: str, made_from: dict, build: Callabl
     if done:
         return done
     with contextlib.ExitStack() as stack:
-        staging = stack.enter_context(io.staged_output(spark, uri, overwrite=True))
+        staging = stack.enter_context(outputs.staged_output(spark, uri, overwrite=True))
         local = _local(staging) if _is_local(staging) else stack.enter_context(tempfile.TemporaryDirectory())
         os.makedirs(local, exist_ok=True)
         counts = build(local)
         files = {
-            name: {"bytes": os.path.getsize(f"{local}/{name}"), "sha1": io.file_digest(f"{local}/{name}", "sha1")}
+            name: {
+                "bytes": os.path.getsize(f"{local}/{name}"),
+                "sha1": manifests.file_digest(f"{local}/{name}", "sha1"),
+            }
             for name in sorted(os.listdir(local))
         }
         manifest = {"kind": "mapped", "version": VERSION, "made_from": made_from, "files": files, **counts}
         if not _is_local(staging):
-            fs, _ = io.filesystem(spark, staging)
+            fs, _ = Storage(spark).hadoop(staging)
             jvm = spark.sparkContext._jvm
             for name in files:
                 fs.copyFromLocalFile(
@@ -257,7 +261,7 @@ def ensure_folder(spark: SparkSession, uri: str, made_from: dict, build: Callabl
                     jvm.org.apache.hadoop.fs.Path(f"file://{local}/{name}"),
                     jvm.org.apache.hadoop.fs.Path(layout.join(staging, name)),
                 )
-        io.write_json(spark, layout.manifest(staging), {**manifest, "code_version": io.code_version()})
+        manifests.write_json(spark, layout.manifest(staging), {**manifest, "code_version": manifests.code_version()})
     log.info("mapped files of %s written to %s (%d bytes)", made_from, uri, sum(f["bytes"] for f in files.values()))
     return _read_manifest(uri)
 
@@ -277,7 +281,10 @@ def ensure_matrix(spark: SparkSession, cache_path: str) -> str:
     """The mapped float32 matrix of a Parquet embedding cache, kept inside it (so a rebuilt cache
     drops it with the rest) and made once per build of the cache."""
     uri = CacheDir.mapped_matrix(cache_path)
-    made_from = {"cache": cache_path, "cache_manifest_sha1": io.manifest_sha1(io.read_manifest(spark, cache_path))}
+    made_from = {
+        "cache": cache_path,
+        "cache_manifest_sha1": manifests.manifest_sha1(manifests.read_manifest(spark, cache_path)),
+    }
     ensure_folder(spark, uri, made_from, lambda folder: build_matrix_file(CacheDir.vectors(cache_path), folder))
     return uri
 
@@ -294,7 +301,7 @@ def _node_lock(path: str) -> Iterator[None]:
 
 
 def _copy_verified(uri: str, name: str, meta: dict, dest: str) -> None:
-    fs, p = io.arrow_path(layout.join(uri, name))
+    fs, p = storage.arrow(layout.join(uri, name))
     digest, size = hashlib.sha1(), 0
     with fs.open_input_stream(p) as src, open(dest, "wb") as out:
         for block in iter(lambda: src.read(1 << 22), b""):
@@ -322,7 +329,7 @@ def local_folder(uri: str, root: str | None = None) -> str:
     """
     manifest = _read_manifest(uri)
     if manifest is None:
-        raise FileNotFoundError(f"{uri}: no {io.MANIFEST}; not a finished mapped folder")
+        raise FileNotFoundError(f"{uri}: no {layout.MANIFEST}; not a finished mapped folder")
     files = manifest["files"]
     if _is_local(uri):
         folder = _local(uri)
@@ -331,7 +338,7 @@ def local_folder(uri: str, root: str | None = None) -> str:
         return folder
     base = os.path.join(root or tempfile.gettempdir(), "wikigame-mapped")
     os.makedirs(base, exist_ok=True)
-    dest = os.path.join(base, io.manifest_sha1(manifest))
+    dest = os.path.join(base, manifests.manifest_sha1(manifest))
     with _node_lock(f"{dest}.lock"):
         marker = os.path.join(dest, COMPLETE)
         if os.path.isfile(marker):

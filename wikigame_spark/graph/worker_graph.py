@@ -12,8 +12,8 @@ import logging
 
 import numpy as np
 
-from wikigame_spark.io import read_columns
 from wikigame_spark.layout import GraphDir
+from wikigame_spark.parquet import read_columns
 from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
 
 log = logging.getLogger(__name__)

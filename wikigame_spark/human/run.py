@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from wikigame_spark import io, layout
+from wikigame_spark import layout, parquet
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GamesHandle, GraphHandle
 from wikigame_spark.human.arena import Arena, plays_rows
@@ -20,7 +20,7 @@ from wikigame_spark.schemas import GAMES
 
 def load_games(games_dir: str, graph: WorkerGraph) -> list[dict]:
     """The games table as dicts in game_id order, checked against the graph."""
-    table = io.read_columns(GamesDir(games_dir).games, GAMES.fieldNames()).sort_by("game_id")
+    table = parquet.read_columns(GamesDir(games_dir).games, GAMES.fieldNames()).sort_by("game_id")
     games = table.to_pylist()
     bad = [
         g["game_id"] for g in games if not (0 <= g["source"] < graph.num_nodes and 0 <= g["target"] < graph.num_nodes)

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from wikigame_spark import io
+from wikigame_spark import stores
 from wikigame_spark.ingest.openalex_records import (
     ARTICLE,
     MISSING_ABSTRACT,
@@ -84,7 +84,7 @@ class Rules:
         are never looked at, and decoding their words is most of the reading."""
         import pyarrow.parquet as pq
 
-        source = io.open_input_file(path, self.s3)
+        source = stores.open_input_file(path, self.s3)
         footer = pq.read_metadata(source)
         words = [
             c.path

@@ -9,10 +9,10 @@ public bucket ``s3://openalex``:
   ``manifest.json`` (2026), Parquet being read when present (far cheaper than JSON);
 - or the works folder, one partition or one part file itself.
 
-The listing and the manifest are read on the driver through a store of :mod:`wikigame_spark.io`
+The listing and the manifest are read on the driver through a store of :mod:`wikigame_spark.stores`
 (boto3 for S3: anonymous for the public bucket, the usual AWS credentials and ``--endpoint-url``
 otherwise); Spark reads the part files (``s3a://``, configured per bucket to match by
-``io.configure_s3a``, or the local/Hadoop file system). This module only plans and reads.
+``stores.configure_s3a``, or the local/Hadoop file system). This module only plans and reads.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegralType, MapType, StringType, StructType
 
-from wikigame_spark.io import HadoopStore, open_store
 from wikigame_spark.schemas import CORRUPT_RECORD, OPENALEX_RAW, OPENALEX_WORK, SOURCE_FILE
+from wikigame_spark.stores import HadoopStore, open_store
 
 log = logging.getLogger(__name__)
 

@@ -6,14 +6,15 @@ Each field's graph goes to OUTPUT/<field-slug>/, e.g. OUTPUT/physics-and-astrono
 
 from __future__ import annotations
 
-from wikigame_spark import cli, io, layout
+from wikigame_spark import cli, layout, parquet
 from wikigame_spark.config import ConfigError, OpenAlexBuildConfig
 from wikigame_spark.ingest.openalex import build_graphs, check_graphs, classified_works, snapshot_has_topics
 from wikigame_spark.ingest.openalex_records import FIELDS, field_slug
 from wikigame_spark.ingest.openalex_snapshot import check_record_counts, plan_snapshot
-from wikigame_spark.io import S3Store, configure_s3a, open_store, spark_uri
 from wikigame_spark.runner import SNAPSHOT, Context, Input, Job, Output, Result
 from wikigame_spark.schemas import EDGES, OPENALEX_NODES
+from wikigame_spark.storage import spark_uri
+from wikigame_spark.stores import S3Store, configure_s3a, open_store
 
 
 def check_fields(s: OpenAlexBuildConfig) -> None:
@@ -59,7 +60,7 @@ def build(ctx: Context) -> Result:
     manifests, written = {}, []
     for field, graph in result.graphs.items():
         tables = {layout.NODES: (graph.nodes, OPENALEX_NODES), layout.EDGES: (graph.edges, EDGES)}
-        io.write_tables(spark, ctx.stage(field), tables)
+        parquet.write_tables(spark, ctx.stage(field), tables)
         manifests[field] = {
             "kind": KIND,
             "field": field,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wikigame_spark import cli, io, layout
+from wikigame_spark import cli, layout, parquet
 from wikigame_spark.config import WikipediaBuildConfig
 from wikigame_spark.ingest.dumps import expand_inputs, plan_tasks
 from wikigame_spark.ingest.wikipedia import build_graph, check_graph, dump_siteinfo, read_dump_pages
@@ -27,11 +27,11 @@ def build(ctx: Context) -> Result:
         layout.EDGES: (graph.edges, EDGES),
         layout.REDIRECTS: (graph.redirects, REDIRECTS),
     }
-    io.write_tables(spark, ctx.stage(), tables)
+    parquet.write_tables(spark, ctx.stage(), tables)
     c = graph.counts
     manifest = {
         "kind": KIND,
-        "inputs": io.file_identities(spark, files),
+        "inputs": parquet.file_identities(spark, files),
         "tasks": len(tasks),
         "site": site.to_dict(),
         "language": site.lang,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from wikigame_spark import io, tracking
+from wikigame_spark import manifests, tracking
 from wikigame_spark.config import GraphStatsConfig
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.stats import graph_stats, plot_reach, render
 from wikigame_spark.runner import GRAPH, Context, Input, Job, Output, Result
+from wikigame_spark.storage import Storage
 
 STATS_JSON = "stats.json"
 REACH_PNG = "reachability.png"
@@ -22,9 +23,9 @@ def stats(ctx: Context) -> Result:
     report = {"kind": KIND, **found, "graph": handle.identity(), **ctx.made_by()}
     pages = render(report, f"Graph statistics: {handle.name}", png, REACH_PNG)
     staging = ctx.stage()
-    io.write_json(ctx.spark, f"{staging}/{STATS_JSON}", report)
+    manifests.write_json(ctx.spark, f"{staging}/{STATS_JSON}", report)
     for name, content in {REACH_PNG: png, **pages}.items():
-        io.write_bytes(ctx.spark, f"{staging}/{name}", content)
+        Storage(ctx.spark).write(f"{staging}/{name}", content)
         tracking.log_bytes(content, name)
     tracking.log_json(report, STATS_JSON)
     t, c, curve = found["table1"], found["components"], found["reachability"]

@@ -12,12 +12,13 @@ import hashlib
 
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from wikigame_spark import io
+from wikigame_spark import parquet
 from wikigame_spark.config import HumanImportConfig
 from wikigame_spark.ingest import humans
 from wikigame_spark.play import record
 from wikigame_spark.runner import FILE, GRAPH, Context, Input, Job, Output, Result
 from wikigame_spark.schemas import ID, REDIRECTS, TITLE
+from wikigame_spark.storage import Storage
 
 NODE_TITLES = StructType([StructField(ID, LongType(), False), StructField(TITLE, StringType(), False)])
 
@@ -25,12 +26,16 @@ NODE_TITLES = StructType([StructField(ID, LongType(), False), StructField(TITLE,
 def import_games(ctx: Context) -> Result:
     s: HumanImportConfig = ctx.settings
     spark, graph = ctx.spark, ctx.inputs["graph"]
-    text = io.read_text(spark, s.tsv)
+    text = Storage(spark).read_text(s.tsv)
     case = (graph.manifest.get("site") or {}).get("case", "case-sensitive")
     games, rejected = humans.parse_tsv(text, s.tsv, case)
     games_df = spark.createDataFrame([g.as_row() for g in games], humans.HUMAN_GAMES)
-    nodes = io.read_table(spark, graph.dir.nodes, NODE_TITLES)
-    redirects = io.read_table(spark, graph.dir.redirects, REDIRECTS) if io.exists(spark, graph.dir.redirects) else None
+    nodes = parquet.read_table(spark, graph.dir.nodes, NODE_TITLES)
+    redirects = (
+        parquet.read_table(spark, graph.dir.redirects, REDIRECTS)
+        if Storage(spark).exists(graph.dir.redirects)
+        else None
+    )
     plays, unmatched = humans.match_games(games_df, nodes, redirects)
     plays_pdf = plays.toPandas().sort_values("game_id", ignore_index=True)
     unmatched_pdf = unmatched.toPandas().sort_values("line", ignore_index=True)

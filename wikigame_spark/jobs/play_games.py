@@ -9,7 +9,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from wikigame_spark import io, tracking
+from wikigame_spark import parquet, tracking
 from wikigame_spark.agents.base import (
     PREPARED_METRICS,
     AgentSettings,
@@ -73,7 +73,7 @@ def play(ctx: Context) -> Result:
     metrics = {**summarise(plays), **record.usage_metrics(plays), **result.spec.resources.get(PREPARED_METRICS, {})}
     if result.played_now:
         metrics["games_per_second"] = result.played_now / result.seconds
-    routes = artifacts.sample_routes(plays, io.read_table(ctx.spark, games.graph.dir.nodes, NODES))
+    routes = artifacts.sample_routes(plays, parquet.read_table(ctx.spark, games.graph.dir.nodes, NODES))
     artifacts.log_plays(plays, {artifacts.ROUTES_ARTIFACT: routes.encode("utf-8")})
     manifest = {
         "kind": record.RUN_KIND,

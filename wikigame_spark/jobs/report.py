@@ -13,7 +13,7 @@ import mlflow
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wikigame_spark import io, tracking
+from wikigame_spark import outputs, tracking
 from wikigame_spark.config import ReportConfig, parse_bands
 from wikigame_spark.evaluation import evaluate, render, tables
 from wikigame_spark.outcomes import SUCCESS
@@ -72,7 +72,7 @@ def report(ctx: Context) -> Result:
     render.log_artifacts(files)
     if not ev.routes.leaderboard.empty:  # the runs' ranking as a table the MLflow UI shows
         mlflow.log_table(ev.routes.leaderboard, "leaderboard.json")
-    io.write_files(ctx.spark, files, ctx.stage())
+    outputs.write_files(ctx.spark, files, ctx.stage())
     log.info("report: compare the runs in the MLflow UI: %s", tracking.ui_hint(ctx.run.info.experiment_id))
     best = ev.success.sort_values("success_rate", ascending=False).iloc[0]
     figures = sum(k.startswith("figures/") for k in files)

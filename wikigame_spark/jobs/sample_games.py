@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from wikigame_spark import io, layout, tracking
+from wikigame_spark import layout, parquet, tracking
 from wikigame_spark.config import SampleGamesConfig
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.sampling import sample_games
@@ -30,7 +30,7 @@ def sample(ctx: Context) -> Result:
         log.info("sample_games: %d games, one per node of the graph (at most %d; --games sets it)", s.games,
                  DEFAULT_GAMES)  # fmt: skip
     sampled = sample_games(graph.nodes, graph.edges, s, graph.handle, degree_quantiles=s.degree_quantiles)
-    io.write_tables(ctx.spark, ctx.stage(), {layout.GAMES: (sampled.games, GAMES)})
+    parquet.write_tables(ctx.spark, ctx.stage(), {layout.GAMES: (sampled.games, GAMES)})
     c = sampled.counts
     manifest = {
         "kind": KIND,

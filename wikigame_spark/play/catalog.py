@@ -11,7 +11,7 @@ import mlflow
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from wikigame_spark import io, tracking
+from wikigame_spark import manifests, parquet, tracking
 from wikigame_spark.layout import GraphDir, PlaysDir
 from wikigame_spark.play import artifacts, record
 from wikigame_spark.schemas import PLAYS
@@ -107,12 +107,12 @@ def load_plays(spark: SparkSession, run: PlayRun) -> tuple[DataFrame, str]:
     """The run's plays, and where they were read from: its plays folder when that folder's
     manifest names the run (Spark reads the chunks in parallel), else its ``plays.parquet``."""
     try:
-        manifest = io.read_manifest(spark, run.plays_dir)
+        manifest = manifests.read_manifest(spark, run.plays_dir)
     except FileNotFoundError:
         manifest = {}
     if manifest.get("mlflow_run_id") == run.run_id:
         parts = [PlaysDir.plays(chunk) for chunk in Storage(spark).glob(PlaysDir(run.plays_dir).chunks_glob)]
-        return io.read_table(spark, parts, PLAYS), run.plays_dir
+        return parquet.read_table(spark, parts, PLAYS), run.plays_dir
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path = mlflow.artifacts.download_artifacts(

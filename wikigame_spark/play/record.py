@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from wikigame_spark import io, layout
+from wikigame_spark import layout, manifests, outputs, parquet
 from wikigame_spark.agents.base import ModelIdentity
 from wikigame_spark.handles import GamesHandle
 from wikigame_spark.layout import PlaysDir
@@ -153,9 +153,9 @@ def check_resume(spark: SparkSession, output: str, made_by: dict, run_name: str)
     would make it, else :class:`ResumeMismatchError` names every difference."""
     done = 0
     for path in Storage(spark).glob(PlaysDir(output).chunks_glob):
-        if not io.exists(spark, layout.manifest(path)):
+        if not Storage(spark).exists(layout.manifest(path)):
             continue
-        recorded = io.read_json(spark, layout.manifest(path)).get("made_by")
+        recorded = manifests.read_json(spark, layout.manifest(path)).get("made_by")
         if recorded != made_by:
             before, now = _flat(recorded or {}), _flat(made_by)
             keys = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
@@ -178,7 +178,7 @@ def resume_point(spark: SparkSession, staging: str, run_name: str, overwrite: bo
         if not overwrite:
             raise
         log.info("%s: discarding plays made with other settings (--overwrite)", staging)
-        io.delete(spark, staging)
+        Storage(spark).delete(staging)
         return 0
 
 
@@ -187,7 +187,7 @@ def written_chunk(spark: SparkSession, output: str, chunk: int) -> dict | None:
     """A written chunk's manifest (``games``, and ``unanswered``: its games the server never
     answered, which a resume plays again), or None for a chunk not yet played."""
     path = layout.manifest(PlaysDir(output).chunk(chunk))
-    return io.read_json(spark, path) if io.exists(spark, path) else None
+    return manifests.read_json(spark, path) if Storage(spark).exists(path) else None
 
 
 def _never_answered():
@@ -206,19 +206,19 @@ def write_chunk(
     """Write one chunk's plays and manifest atomically; a chunk is replaced only to add the
     replays of its unanswered games (``replace``), its answered ones kept. Returns the number of
     plays written."""
-    with io.staged_output(spark, PlaysDir(output).chunk(chunk), overwrite=replace) as staging:
-        io.write_table(plays, PlaysDir.plays(staging), PLAYS)
-        written = io.read_table(spark, PlaysDir.plays(staging), PLAYS)
+    with outputs.staged_output(spark, PlaysDir(output).chunk(chunk), overwrite=replace) as staging:
+        parquet.write_table(plays, PlaysDir.plays(staging), PLAYS)
+        written = parquet.read_table(spark, PlaysDir.plays(staging), PLAYS)
         never = F.sum(_never_answered().cast("long"))
         count, missing = written.agg(F.count("*"), F.coalesce(never, F.lit(0))).first()
         manifest = {"kind": CHUNK_KIND, "chunk": chunk, "games": count, "unanswered": missing}
-        io.write_json(spark, layout.manifest(staging), {**manifest, "made_by": made_by} if made_by else manifest)
+        manifests.write_json(spark, layout.manifest(staging), {**manifest, "made_by": made_by} if made_by else manifest)
     return count
 
 
 def read_chunks(spark: SparkSession, output: str, chunks: Sequence[int]) -> DataFrame:
     """The plays of ``chunks`` of ``output`` as one frame."""
-    return io.read_table(spark, [PlaysDir.plays(PlaysDir(output).chunk(c)) for c in chunks], PLAYS)
+    return parquet.read_table(spark, [PlaysDir.plays(PlaysDir(output).chunk(c)) for c in chunks], PLAYS)
 
 
 def plays_frame(spark: SparkSession, plays: pd.DataFrame) -> DataFrame:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from wikigame_spark import io
+from wikigame_spark import parquet
 from wikigame_spark.agents.base import AgentSettings, AgentSpec, agent_class
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.config import PlayConfig
@@ -94,7 +94,7 @@ def play(
     chunk, each chunk's manifest recording ``made_by``; return the whole plays table."""
     graph = games.graph
     spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, graph, settings))
-    table = select_games(io.read_table(spark, games.table, GAMES), cfg.games)
+    table = select_games(parquet.read_table(spark, games.table, GAMES), cfg.games)
     chunk = (F.col("game_id") / F.lit(cfg.chunk_games)).cast("long")
     chunks = sorted(r[0] for r in table.select(chunk.alias("c")).distinct().collect())
     partitions = cfg.partitions or 2 * spark.sparkContext.defaultParallelism
