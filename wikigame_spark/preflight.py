@@ -25,7 +25,8 @@ from wikigame_spark import layout, manifests, outputs, tracking
 from wikigame_spark.layout import GraphDir, PlaysDir
 from wikigame_spark.storage import Storage, arrow, is_local, local_path
 
-GRAPH, GAMES, PLAYS, DUMP = "graph", "games table", "plays folder", "dump"
+# What a path is found to be, as messages name it (:func:`kind`).
+A_GRAPH, A_GAMES_TABLE, A_PLAYS_FOLDER, A_DUMP = "graph", "games table", "plays folder", "dump"
 TRACKING_TIMEOUT_S = 5
 _PARQUET_MAGIC = b"PAR1"
 
@@ -51,16 +52,16 @@ def kind(path: str, spark=None) -> str | None:
     if fs is None or not fs.exists(path):
         return None
     if not fs.is_dir(path):
-        return DUMP
+        return A_DUMP
     names = set(fs.names(path))
     if layout.MANIFEST not in names:
         return None
     if GraphDir.is_graph(names):
-        return GRAPH
+        return A_GRAPH
     if layout.GAMES in names:
-        return GAMES
+        return A_GAMES_TABLE
     if any(PlaysDir.is_chunk(n) for n in names):
-        return PLAYS
+        return A_PLAYS_FOLDER
     return None
 
 
@@ -100,7 +101,8 @@ def _check_parquet(directory: str, flag: str) -> None:
 
 
 def require(path: str, want: str, flag: str, spark=None, tables: tuple[str, ...] = ()) -> dict | None:
-    """The manifest of ``path`` when it is a finished ``want`` (GRAPH, GAMES) with readable
+    """The manifest of ``path`` when it is a finished ``want`` (:data:`A_GRAPH`,
+    :data:`A_GAMES_TABLE`) with readable
     ``tables``; a wrong kind, a missing path or a corrupt table raises :class:`PreflightError`."""
     fs = _fs(path, spark)
     if fs is None:
@@ -119,18 +121,18 @@ def require(path: str, want: str, flag: str, spark=None, tables: tuple[str, ...]
 
 
 def require_graph(path: str, flag: str = "--graph", spark=None) -> dict | None:
-    return require(path, GRAPH, flag, spark, (layout.NODES, layout.EDGES))
+    return require(path, A_GRAPH, flag, spark, (layout.NODES, layout.EDGES))
 
 
 def require_games(path: str, flag: str = "--games-dir", spark=None) -> dict | None:
-    return require(path, GAMES, flag, spark, (layout.GAMES,))
+    return require(path, A_GAMES_TABLE, flag, spark, (layout.GAMES,))
 
 
 def require_source(paths: list[str], flag: str = "--input", want: str = "a dump file or a folder of dumps") -> None:
     """Source inputs (dumps, snapshots) are never a wikigame-spark output (a graph, games, plays)."""
     for path in paths:
         found = kind(path) if is_local(path) else None
-        if found not in (None, DUMP):
+        if found not in (None, A_DUMP):
             raise PreflightError(f"{flag} {path}: is a {found}, not {want}")
 
 

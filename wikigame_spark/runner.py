@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime as dt
+import enum
 import logging
 import os
 import signal
@@ -40,8 +41,15 @@ from wikigame_spark.storage import Storage
 
 log = logging.getLogger(__name__)
 
-# Kinds of input (what the flag must name).
-GRAPH, GAMES, DUMPS, SNAPSHOT, FILE = "graph", "games", "dumps", "snapshot", "file"
+
+class InputKind(enum.Enum):
+    """What an input's flag must name."""
+
+    GRAPH = "graph"  # a graph folder: opened as a GraphHandle
+    GAMES = "games"  # a games folder, sampled on the job's graph input: a GamesHandle
+    DUMPS = "dumps"  # Wikipedia dump files, folders or globs
+    SNAPSHOT = "snapshot"  # an OpenAlex works snapshot: a folder, a file, an s3:// prefix
+    FILE = "file"  # one file (a TSV of human games)
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,7 @@ class Input:
     ``default``: the path when the setting is empty, from the inputs opened before it."""
 
     setting: str
-    kind: str
+    kind: InputKind
     default: Callable[[dict], str] | None = None
     bound_to: str = ""
     cache_setting: str = ""  # a graph's cache folder setting (default GRAPH/cache)
@@ -253,7 +261,7 @@ class Job:
             if set(ctx.outputs) == {""} and hasattr(ctx.settings, "output"):
                 ctx.settings = dataclasses.replace(ctx.settings, output=ctx.outputs[""])
         overwrite = bool(getattr(ctx.settings, "overwrite", False))
-        inputs, sources = _input_paths(ctx), _input_paths(ctx, (DUMPS, SNAPSHOT, FILE))
+        inputs, sources = _input_paths(ctx), _input_paths(ctx, (InputKind.DUMPS, InputKind.SNAPSHOT, InputKind.FILE))
         for out in self.outputs:
             for key in out.paths(ctx.settings, ctx.inputs):
                 path = ctx.outputs[key]
@@ -312,7 +320,7 @@ class Job:
                 outputs.publish(spark, staging, path)
 
 
-def _input_paths(ctx: Context, kinds: tuple[str, ...] = ()) -> tuple[str, ...]:
+def _input_paths(ctx: Context, kinds: tuple[InputKind, ...] = ()) -> tuple[str, ...]:
     """The paths the job reads from (of ``kinds`` of input; all for none): graphs' and games'
     folders, dumps, snapshots, files."""
     paths = []
@@ -367,12 +375,12 @@ def _open_input(spec: Input, path, ctx: Context, spark):
     """The input as the body takes it: a handle for graphs and games, paths for the rest; None
     while a URI waits for the session."""
     flag = config.flag_of(ctx.settings, spec.setting)
-    if spec.kind in (DUMPS, SNAPSHOT):
+    if spec.kind in (InputKind.DUMPS, InputKind.SNAPSHOT):
         paths = _as_list(path)
-        want = "an OpenAlex snapshot (folder, file or s3:// prefix)" if spec.kind == SNAPSHOT else None
+        want = "an OpenAlex snapshot (folder, file or s3:// prefix)" if spec.kind is InputKind.SNAPSHOT else None
         preflight.require_source(paths, flag, **({"want": want} if want else {}))
-        return tuple(paths) if spec.kind == DUMPS else path
-    if spec.kind == FILE:
+        return tuple(paths) if spec.kind is InputKind.DUMPS else path
+    if spec.kind is InputKind.FILE:
         if not preflight.is_local(path) and spark is None:
             return None
         preflight.require_file(path, flag, spark=spark)
@@ -381,7 +389,7 @@ def _open_input(spec: Input, path, ctx: Context, spark):
     if not preflight.is_local(path) and spark is None:
         return None
     store = Storage(spark)
-    if spec.kind == GRAPH:
+    if spec.kind is InputKind.GRAPH:
         manifest = preflight.require_graph(path, flag, spark=spark)
         verify(store, path, manifest, flag)
         check_ids(store, layout.join(path, layout.NODES), layout.join(path, layout.EDGES), flag)
@@ -420,5 +428,5 @@ def run(job: Job) -> None:
     cli.run(job.main)
 
 
-__all__ = ["DUMPS", "FILE", "GAMES", "GRAPH", "SNAPSHOT", "Context", "Input", "Job", "NothingMade", "Output", "Result"]
+__all__ = ["Context", "Input", "InputKind", "Job", "NothingMade", "Output", "Result"]
 __all__ += ["run"]

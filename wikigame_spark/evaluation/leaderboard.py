@@ -19,10 +19,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from wikigame_spark.evaluation.tables import wilson_interval
+from wikigame_spark.evaluation.tables import GAMES_SET, GRAPH, LABEL, wilson_interval
 from wikigame_spark.outcomes import SUCCESS
 
-LABEL, GRAPH, GAMES_SET = "label", "graph", "games_set"
 BOOTSTRAP = 1000
 SEED = 20260102
 PRIOR = 0.5  # virtual wins each way per pair that met

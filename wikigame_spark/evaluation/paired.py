@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from wikigame_spark.evaluation.tables import GAMES_SET, GRAPH, LABEL
 from wikigame_spark.outcomes import SUCCESS
 
-LABEL, GRAPH, GAMES_SET = "label", "graph", "games_set"
 BOOTSTRAP = 2000
 SEED = 20260101  # the bootstrap's, so a report is reproducible
 

@@ -21,6 +21,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from wikigame_spark import layout, manifests, outputs, parquet
+from wikigame_spark.evaluation.tables import GAMES_SET
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.profiles import DISTANCES, GAME_ID, PROFILES, ProfileGraph, degree_strata
 from wikigame_spark.layout import GraphDir
@@ -29,7 +30,6 @@ from wikigame_spark.storage import Storage
 
 log = logging.getLogger(__name__)
 
-GAMES_SET = "games_set"
 TARGET_STRATUM = "target_in_degree"
 SOURCE_STRATUM = "source_out_degree"
 QUANTILES = 4

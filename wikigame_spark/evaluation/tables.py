@@ -23,6 +23,7 @@ from wikigame_spark.schemas import AGENT, MODEL, OUTCOME, STEPS, require_columns
 
 LABEL = "label"
 GRAPH = "graph"
+GAMES_SET = "games_set"  # a games manifest's SHA-1: the plays of one set of games are paired
 RUN_ID = "run_id"
 MAX_STEPS = "max_steps"  # the run's step limit; null when there is none (human games)
 GROUP = [LABEL, GRAPH]

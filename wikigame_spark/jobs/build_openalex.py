@@ -11,7 +11,7 @@ from wikigame_spark.config import ConfigError, OpenAlexBuildConfig
 from wikigame_spark.ingest.openalex import build_graphs, check_graphs, classified_works, snapshot_has_topics
 from wikigame_spark.ingest.openalex_records import FIELDS, field_slug
 from wikigame_spark.ingest.openalex_snapshot import check_record_counts, plan_snapshot
-from wikigame_spark.runner import SNAPSHOT, Context, Input, Job, Output, Result
+from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import EDGES, OPENALEX_NODES
 from wikigame_spark.storage import spark_uri
 from wikigame_spark.stores import S3Store, configure_s3a, open_store
@@ -87,7 +87,7 @@ JOB = Job(
     doc=__doc__,
     settings=OpenAlexBuildConfig,
     body=build,
-    inputs=(Input("input", SNAPSHOT),),
+    inputs=(Input("input", InputKind.SNAPSHOT),),
     outputs=(Output(field_outputs, what="field graph", kind=KIND),),
     tracked=False,
     check=check_fields,

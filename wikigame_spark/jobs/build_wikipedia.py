@@ -6,7 +6,7 @@ from wikigame_spark import cli, layout, parquet
 from wikigame_spark.config import WikipediaBuildConfig
 from wikigame_spark.ingest.dumps import expand_inputs, plan_tasks
 from wikigame_spark.ingest.wikipedia import build_graph, check_graph, dump_siteinfo, read_dump_pages
-from wikigame_spark.runner import DUMPS, Context, Input, Job, Output, Result
+from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
 
 KIND = "wikipedia-graph"
@@ -55,7 +55,7 @@ JOB = Job(
     doc=__doc__,
     settings=WikipediaBuildConfig,
     body=build,
-    inputs=(Input("inputs", DUMPS),),
+    inputs=(Input("inputs", InputKind.DUMPS),),
     outputs=(Output(lambda s, _: {"": s.output}, what="graph", kind=KIND),),
     tracked=False,
 )

@@ -6,7 +6,7 @@ from wikigame_spark import manifests, tracking
 from wikigame_spark.config import GraphStatsConfig
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.stats import graph_stats, plot_reach, render
-from wikigame_spark.runner import GRAPH, Context, Input, Job, Output, Result
+from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.storage import Storage
 
 STATS_JSON = "stats.json"
@@ -48,7 +48,7 @@ JOB = Job(
     doc=__doc__,
     settings=GraphStatsConfig,
     body=stats,
-    inputs=(Input("graph", GRAPH, cache_setting="cache_dir"),),
+    inputs=(Input("graph", InputKind.GRAPH, cache_setting="cache_dir"),),
     outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.stats}, what="statistics", kind=KIND),),
     run_name=lambda ctx: f"graph_stats {ctx.inputs['graph'].name}",
 )

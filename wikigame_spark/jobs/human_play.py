@@ -17,7 +17,7 @@ from wikigame_spark.human.server import serve
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.layout import JOURNAL
 from wikigame_spark.play import record
-from wikigame_spark.runner import GAMES, GRAPH, Context, Input, Job, NothingMade, Output, Result
+from wikigame_spark.runner import Context, Input, InputKind, Job, NothingMade, Output, Result
 
 
 def local_graph(s: HumanPlayConfig) -> None:
@@ -77,8 +77,8 @@ JOB = Job(
     settings=HumanPlayConfig,
     body=recorded,
     inputs=(
-        Input("graph", GRAPH),
-        Input("games_dir", GAMES, default=lambda inputs: inputs["graph"].dir.games, bound_to="graph"),
+        Input("graph", InputKind.GRAPH),
+        Input("games_dir", InputKind.GAMES, default=lambda inputs: inputs["graph"].dir.games, bound_to="graph"),
     ),
     outputs=(
         Output(

@@ -16,7 +16,7 @@ from wikigame_spark import parquet
 from wikigame_spark.config import HumanImportConfig
 from wikigame_spark.ingest import humans
 from wikigame_spark.play import record
-from wikigame_spark.runner import FILE, GRAPH, Context, Input, Job, Output, Result
+from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import ID, REDIRECTS, TITLE
 from wikigame_spark.storage import Storage
 
@@ -79,7 +79,7 @@ JOB = Job(
     doc=__doc__,
     settings=HumanImportConfig,
     body=import_games,
-    inputs=(Input("graph", GRAPH), Input("tsv", FILE)),
+    inputs=(Input("graph", InputKind.GRAPH), Input("tsv", InputKind.FILE)),
     outputs=(
         Output(
             lambda s, inputs: {"": s.output or inputs["graph"].dir.plays(s.run_name)},

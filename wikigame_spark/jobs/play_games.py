@@ -22,7 +22,7 @@ from wikigame_spark.agents.traces import TraceTarget
 from wikigame_spark.config import PlayConfig
 from wikigame_spark.outcomes import NO_RESPONSE, SERVER_FAILURES
 from wikigame_spark.play import artifacts, record, runs
-from wikigame_spark.runner import GAMES, GRAPH, Context, Input, Job, Output, Result
+from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import NODES
 from wikigame_spark.summary import summarise
 
@@ -97,8 +97,8 @@ JOB = Job(
     settings=PlayConfig,
     body=play,
     inputs=(
-        Input("graph", GRAPH, cache_setting="cache_dir"),
-        Input("games_dir", GAMES, default=lambda inputs: inputs["graph"].dir.games, bound_to="graph"),
+        Input("graph", InputKind.GRAPH, cache_setting="cache_dir"),
+        Input("games_dir", InputKind.GAMES, default=lambda inputs: inputs["graph"].dir.games, bound_to="graph"),
     ),
     outputs=(
         Output(

@@ -10,7 +10,7 @@ from wikigame_spark.config import SampleGamesConfig
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.sampling import sample_games
 from wikigame_spark.layout import GamesDir
-from wikigame_spark.runner import GRAPH, Context, Input, Job, Output, Result
+from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import GAMES
 
 KIND = "games"
@@ -58,7 +58,7 @@ JOB = Job(
     doc=__doc__,
     settings=SampleGamesConfig,
     body=sample,
-    inputs=(Input("graph", GRAPH, cache_setting="cache_dir"),),
+    inputs=(Input("graph", InputKind.GRAPH, cache_setting="cache_dir"),),
     outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.games}, what="games", kind=KIND),),
     run_name=lambda ctx: f"sample_games seed={ctx.settings.seed}",
 )
