@@ -34,6 +34,26 @@ def _tasks(tracker, group: str) -> tuple[int, int]:
     return done, total
 
 
+@contextlib.contextmanager
+def _every(every_s: float, report) -> Iterator[None]:
+    """Call ``report(seconds since the start)`` from a thread every ``every_s`` seconds while the
+    block runs."""
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            report(time.perf_counter() - started)
+
+    thread = threading.Thread(target=loop, name="progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 _focused: list[str] = []  # what spark_tasks blocks are reporting now: the job's reporter stays quiet
 
 
@@ -50,26 +70,18 @@ def running_stages(job: str, every_s: float = EVERY_S) -> Iterator[None]:
     job's body: whatever it runs, once it has a session), unless a :func:`spark_tasks` block says more."""
     from pyspark import SparkContext
 
-    stop = threading.Event()
-    started = time.perf_counter()
+    def report(elapsed: float) -> None:
+        sc = SparkContext._active_spark_context
+        if sc is None or _focused:
+            return
+        stages, done, total = _stages(sc)
+        if stages:
+            log.info(
+                "%s: %d of %d tasks of %d running stage(s) done, %s in", job, done, total, stages, duration(elapsed)
+            )
 
-    def report() -> None:
-        while not stop.wait(every_s):
-            sc = SparkContext._active_spark_context
-            if sc is None or _focused:
-                continue
-            stages, done, total = _stages(sc)
-            if stages:
-                elapsed = duration(time.perf_counter() - started)
-                log.info("%s: %d of %d tasks of %d running stage(s) done, %s in", job, done, total, stages, elapsed)
-
-    thread = threading.Thread(target=report, name="progress", daemon=True)
-    thread.start()
-    try:
+    with _every(every_s, report):
         yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 @contextlib.contextmanager
@@ -79,25 +91,19 @@ def spark_tasks(spark, what: str, every_s: float = EVERY_S) -> Iterator[None]:
     sc = spark.sparkContext
     group = f"progress-{id(what)}-{time.monotonic_ns()}"
     sc.setJobGroup(group, what)
-    stop = threading.Event()
     started = time.perf_counter()
 
-    def report() -> None:
-        while not stop.wait(every_s):
-            done, total = _tasks(sc.statusTracker(), group)
-            elapsed = time.perf_counter() - started
-            left = f", about {duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
-            log.info("%s: %d of %d tasks done in %s%s", what, done, total, duration(elapsed), left)
+    def report(elapsed: float) -> None:
+        done, total = _tasks(sc.statusTracker(), group)
+        left = f", about {duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
+        log.info("%s: %d of %d tasks done in %s%s", what, done, total, duration(elapsed), left)
 
-    thread = threading.Thread(target=report, name="progress", daemon=True)
-    thread.start()
     _focused.append(what)
     try:
-        yield
+        with _every(every_s, report):
+            yield
     finally:
         _focused.remove(what)
-        stop.set()
-        thread.join()
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
         elapsed = time.perf_counter() - started

@@ -28,6 +28,7 @@ here; one that only moves code does not.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import json
 import math
@@ -159,15 +160,16 @@ def _digests(root: str) -> dict[str, str]:
     return _DIGESTS[root]
 
 
-def _measured(root: str) -> list[str]:
+@functools.cache
+def _measured(root: str) -> tuple[str, ...]:
     """The report's measured embedding costs as its tables write them (full, and to 3 decimals)."""
     path = os.path.join(root, "report", "report.json")
     if not os.path.isfile(path):
-        return []
+        return ()
     with open(path, encoding="utf-8") as f:
         rows = json.load(f).get("embedding_cost", [])
     values = [r[k] for r in rows for k in ("embedding_core_hours_enwiki",) if isinstance(r.get(k), float)]
-    return [text for v in values for text in (repr(v), f"{v:.3f}")]
+    return tuple(text for v in values for text in (repr(v), f"{v:.3f}"))
 
 
 def _scrub_text(text: str, root: str) -> str:

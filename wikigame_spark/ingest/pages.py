@@ -36,7 +36,6 @@ REJECTIONS = (TRUNCATED, MISSING_FIELD, INVALID_TITLE, NO_TEXT, TOO_LARGE, UNPAR
 # How an article's summary is made: the paper's stripped text, or that without markup residue.
 PAPER_SUMMARY = "paper"
 CLEAN_SUMMARY = "clean"
-SUMMARIES = (PAPER_SUMMARY, CLEAN_SUMMARY)
 
 Extractor = Callable[[str], tuple[list[str], str]]
 Classifier = Callable[[str], tuple[str, str]]
