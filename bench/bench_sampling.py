@@ -170,10 +170,10 @@ def _session():
 
 
 def step_sample(graph: str, method: str, games: int, games_out: str) -> dict:
-    from wikigame_spark.config import SampleGamesConfig
     from wikigame_spark.graph.frame import read_graph
     from wikigame_spark.graph.mapped import ensure_graph
     from wikigame_spark.graph.sampling import sample_games
+    from wikigame_spark.jobs.sample_games import SampleGamesConfig
 
     spark = _session()
     g = read_graph(spark, graph)

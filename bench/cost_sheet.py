@@ -177,8 +177,7 @@ def play(graph: str, nodes: int, games: int, tracking: str) -> tuple[float, dict
             tracking=tracking)  # fmt: skip
     with open(f"{graph}/manifest.json") as f:
         counts = json.load(f)["counts"]
-    run = PlaysDir(plays)
-    chunks = [run.plays(c) for c in sorted(glob.glob(run.chunks_glob))]
+    chunks = [PlaysDir.plays(c) for c in sorted(glob.glob(os.path.join(plays, PlaysDir.CHUNKS)))]
     steps = sum(int(pq.read_table(c, columns=[STEPS]).column(STEPS).to_numpy().sum()) for c in chunks)
     return steps * counts["edges"] / counts["nodes"], m
 

@@ -43,13 +43,14 @@ build_wikipedia.main(["--input", dump, "--output", graph] + (["--overwrite"] if 
 
 import pandas as pd  # noqa: E402
 
-from wikigame_spark import manifests, parquet  # noqa: E402
-from wikigame_spark.layout import GraphDir  # noqa: E402
+from wikigame_spark import manifests, parquet, storage  # noqa: E402
+from wikigame_spark.layout import NODES_TABLE  # noqa: E402
 from wikigame_spark.schemas import NODES  # noqa: E402
 from wikigame_spark.session import build_session  # noqa: E402
 
 spark = build_session("notebooks")
-manifest = manifests.read_manifest(spark, graph)
+folder = storage.folder(graph, spark)
+manifest = manifests.read_manifest(folder)
 counts = {k: v for k, v in manifest["counts"].items() if not isinstance(v, dict)}
 show(pd.DataFrame([{"graph": graph, "dbname": manifest["dbname"], **counts}]))
-show(parquet.read_table(spark, GraphDir(graph).nodes, NODES).select("id", "title", "summary").limit(10))
+show(parquet.read_table(spark, folder.sub(NODES_TABLE), NODES).select("id", "title", "summary").limit(10))

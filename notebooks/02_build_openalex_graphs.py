@@ -52,17 +52,17 @@ build_openalex.main(argv)
 
 import pandas as pd  # noqa: E402
 
-from wikigame_spark import layout, manifests  # noqa: E402
+from wikigame_spark import manifests, storage  # noqa: E402
 from wikigame_spark.ingest.openalex_records import field_slug  # noqa: E402
 from wikigame_spark.session import build_session  # noqa: E402
 
 spark = build_session("notebooks")
-manifests = {f: manifests.read_manifest(spark, layout.join(graphs, field_slug(f))) for f in fields}
+built = {f: manifests.read_manifest(storage.folder(graphs, spark).sub(field_slug(f))) for f in fields}
 show(
     pd.DataFrame(
         [
             {"field": f, "nodes": m["counts"]["nodes"], "edges": m["counts"]["edges"], **m["records"]["dropped"]}
-            for f, m in manifests.items()
+            for f, m in built.items()
         ]
     )
     .set_index("field")

@@ -52,14 +52,16 @@ sample_games.main(argv + (["--target-language", target_language] if target_langu
 
 import pandas as pd  # noqa: E402
 
-from wikigame_spark import layout, manifests, parquet  # noqa: E402
-from wikigame_spark.layout import GamesDir, GraphDir  # noqa: E402
+from wikigame_spark import manifests, parquet, storage  # noqa: E402
+from wikigame_spark.layout import GAMES_FOLDER, GAMES_TABLE  # noqa: E402
 from wikigame_spark.schemas import GAMES  # noqa: E402
 from wikigame_spark.session import build_session  # noqa: E402
 
 spark = build_session("notebooks")
+folder = storage.folder(graph, spark)
 if stats:
-    show(pd.DataFrame([manifests.read_json(spark, layout.join(GraphDir(graph).stats, "stats.json"))["table1"]]))
-manifest = manifests.read_manifest(spark, GraphDir(graph).games)
+    show(pd.DataFrame([folder.read_json("stats/stats.json")["table1"]]))
+games = folder.sub(GAMES_FOLDER)
+manifest = manifests.read_manifest(games)
 show(pd.DataFrame([{k: v for k, v in manifest["counts"].items() if not isinstance(v, dict)}]))
-show(parquet.read_table(spark, GamesDir(GraphDir(graph).games).games, GAMES).orderBy("game_id").limit(10))
+show(parquet.read_table(spark, games.sub(GAMES_TABLE), GAMES).orderBy("game_id").limit(10))

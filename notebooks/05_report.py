@@ -44,15 +44,15 @@ report.main(argv + (["--runs", *runs.split()] if runs else []))
 
 import pandas as pd  # noqa: E402
 
-from wikigame_spark import manifests  # noqa: E402
+from wikigame_spark import storage  # noqa: E402
 from wikigame_spark.session import build_session  # noqa: E402
-from wikigame_spark.storage import Storage  # noqa: E402
 
 spark = build_session("notebooks")
-summary = manifests.read_json(spark, f"{report_dir}/report.json")
+report = storage.folder(report_dir, spark)
+summary = report.read_json("report.json")
 show(pd.DataFrame(summary["success"]))
 show(pd.DataFrame(summary["fits"])[["agent", "graph", "variant", "successes"]])
 if ON_DATABRICKS:
-    displayHTML(Storage(spark).read_text(f"{report_dir}/report.html"))  # noqa: F821
+    displayHTML(report.read_text("report.html"))  # noqa: F821
 else:
     print(f"report: {report_dir}/report.html")

@@ -246,3 +246,30 @@ def test_outcome_names_are_defined_once():
     assert not extra, f"outcome names defined outside wikigame_spark/outcomes.py (import them from it): {extra}"
     stale = sorted(KNOWN_OUTCOME_DEFINITIONS - found)
     assert not stale, f"no longer defined there, remove them from KNOWN_OUTCOME_DEFINITIONS: {stale}"
+
+
+# Who reads and writes with Spark's reader and writer, and who reaches Hadoop's FileSystem: the
+# modules that own them. Everyone else goes through a storage Folder and parquet's tables.
+STORAGE_OWNERS = {
+    "wikigame_spark.storage": "every path: Hadoop's FileSystem on the driver",
+    "wikigame_spark.stores": "the input stores, and the S3 settings Hadoop reads",
+    "wikigame_spark.parquet": "the project's tables, and a snapshot's Parquet files",
+    "wikigame_spark.ingest.openalex_snapshot": "a snapshot's JSON lines files",
+}
+_RAW_IO = ("spark.read", ".write.mode(", ".write.parquet(", "hadoopConfiguration(", "getFileSystem(", "hadoop.fs.Path(")
+
+
+def test_reads_and_writes_go_through_their_owners():
+    found = sorted(
+        (m, needle)
+        for m, path in MODULES.items()
+        if m not in STORAGE_OWNERS
+        for needle in _RAW_IO
+        if needle in path.read_text(encoding="utf-8")
+    )
+    assert not found, (
+        "raw Spark or Hadoop I/O outside "
+        + ", ".join(STORAGE_OWNERS)
+        + ":\n"
+        + "\n".join(f"  {m}: {needle}" for m, needle in found)
+    )

@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 
 from tests.graph.graphs import write_graph_dir
 from tests.jobs.jobrun import command, job_env, run_job
-from wikigame_spark import jobs, manifests
+from wikigame_spark import jobs, manifests, storage
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.jobs.graph_stats import JOB as GRAPH_STATS
 
@@ -150,7 +150,7 @@ def test_graph_stats_writes_a_manifest_and_leaves_no_staging(spark, tmp_path, mo
     assert GRAPH_STATS.main(["--graph", graph, "--output", out, "--pairs", "50"]) == 0
     inside.mkdir()
     assert GRAPH_STATS.main(["--graph", graph, "--output", out, "--pairs", "50", "--overwrite"]) == 0
-    manifest = manifests.read_manifest(spark, out)
+    manifest = manifests.read_manifest(storage.folder(out))
     assert manifest["kind"] == "graph-stats" and manifest["parameters"]["pairs"] == 50
     assert manifest["mlflow_run_id"] and manifest["code_version"]
     assert not inside.exists() and not [n for n in os.listdir(tmp_path) if "._" in n]

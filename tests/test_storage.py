@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 
 import pyarrow as pa
@@ -13,7 +12,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from wikigame_spark import outputs, parquet, preflight, stores
+from wikigame_spark import parquet, preflight, stores
 from wikigame_spark.storage import Storage, StorageError, arrow, is_local, local_path, spark_uri
 
 
@@ -76,7 +75,9 @@ def test_a_uri_without_the_session_is_not_reached(tmp_path):
     assert not store.reaches("s3a://bucket/x") and store.reaches(str(tmp_path)) and store.reaches("file:/x")
     with pytest.raises(StorageError, match="s3a://bucket/x"):
         store.exists("s3a://bucket/x")
-    assert preflight.kind("hdfs://nn/graph") is None  # not checked until the session exists
+    preflight.check_output("hdfs://nn/graph", overwrite=False)  # not refused: checked once the session exists
+    with pytest.raises(StorageError, match="hdfs://nn/graph"):
+        preflight.kind(store.folder("hdfs://nn/graph"))
 
 
 def test_atomic_create_has_one_winner(tmp_path):
@@ -97,30 +98,6 @@ def test_atomic_create_has_one_winner(tmp_path):
         t.join()
     assert len(won) == 1 and store.read(path) == f"owner {won[0]}".encode() * 1000
     assert os.listdir(tmp_path) == ["run.lock"]  # no temporary file left behind
-
-
-def test_the_lock_through_hadoop_takes_a_dead_owners(spark, tmp_path):
-    out = f"file://{tmp_path}/plays"
-    with outputs.output_lock(out, spark, what="run") as owner:
-        assert owner["pid"] == os.getpid() and os.path.exists(f"{tmp_path}/plays.lock")
-        with (
-            pytest.raises(outputs.OutputBusyError, match=f"being written by pid {os.getpid()}"),
-            outputs.output_lock(out, spark),
-        ):
-            pass
-    assert not os.path.exists(f"{tmp_path}/plays.lock")
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    Storage(spark).write_text(f"{out}.lock", f'{{"host": "{os.uname().nodename}", "pid": {gone.pid}}}')
-    with outputs.output_lock(out, spark):
-        pass
-    assert [n for n in os.listdir(tmp_path) if not n.endswith(".crc")] == []
-
-
-def test_files_written_on_local_disk_are_plain(spark, tmp_path):
-    outputs.write_files(spark, {"index.html": b"<p>1</p>", "fig/a.svg": b"<svg/>"}, f"file://{tmp_path}/report")
-    assert sorted(os.listdir(tmp_path / "report")) == ["fig", "index.html"]  # no .crc beside them
-    assert (tmp_path / "report" / "fig" / "a.svg").read_bytes() == b"<svg/>"
 
 
 def test_input_stores_list_through_storage(spark, tmp_path):

@@ -13,7 +13,8 @@ import posixpath
 
 import pyarrow.parquet as pq
 
-from wikigame_spark.storage import Storage
+from wikigame_spark.layout import EDGES_TABLE, NODES_TABLE
+from wikigame_spark.storage import Folder
 
 CONTENTS = "contents"  # the manifest's key
 
@@ -33,24 +34,24 @@ def _parquet(listing: dict[str, int]) -> dict[str, dict[str, int]]:
     return tables
 
 
-def _rows(storage: Storage, path: str) -> int:
-    fs, p = storage.arrow(path)
+def _footer(folder: Folder, name: str) -> pq.FileMetaData:
+    fs, p = folder.arrow(name)
     with fs.open_input_file(p) as f:
-        return pq.ParquetFile(f).metadata.num_rows
+        return pq.ParquetFile(f).metadata
 
 
-def describe(storage: Storage, directory: str) -> dict:
-    """``{table: {"rows": n, "files": {name: bytes}}}`` for the Parquet tables under ``directory``
+def describe(folder: Folder) -> dict:
+    """``{table: {"rows": n, "files": {name: bytes}}}`` for the Parquet tables under ``folder``
     (rows from the footers on a local disk; on other stores the listing alone, rows None)."""
-    local = storage.local_disk(directory) is not None
+    local = folder.local_disk() is not None
     out = {}
-    for table, files in sorted(_parquet(storage.list(directory)).items()):
-        rows = sum(_rows(storage, storage.join(directory, f"{table}/{name}")) for name in files) if local else None
+    for table, files in sorted(_parquet(folder.list()).items()):
+        rows = sum(_footer(folder, f"{table}/{name}").num_rows for name in files) if local else None
         out[table] = {"rows": rows, "files": dict(sorted(files.items()))}
     return out
 
 
-def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bool = True) -> None:
+def verify(folder: Folder, manifest: dict, flag: str, rows: bool = True) -> None:
     """The tables ``manifest`` records hold the Parquet files it lists (names and sizes; with
     ``rows``, each table's rows from the footers), else :class:`ContentsError`. Folders it does not
     record are other outputs kept inside this one (a graph's games, plays and caches); a manifest
@@ -59,11 +60,11 @@ def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bo
     if recorded is None:
         return
     for table, entry in sorted(recorded.items()):
-        table_dir = directory if table == "." else storage.join(directory, table)
-        listing = storage.list(table_dir) if storage.exists(table_dir) else {}
+        table_dir = folder if table == "." else folder.sub(table)
+        listing = table_dir.list() if table_dir.exists() else {}
         have = _parquet(listing).get(".", {})
         want = entry.get("files", {})
-        where = f"{flag} {directory}: table {table}"
+        where = f"{flag} {folder.root}: table {table}"
         inside = sorted(rel for rel in listing if "/" in rel and not rel.startswith((".", "_")))
         if table != "." and inside:  # a table's folder holds its part files only (a root table: other outputs)
             raise ContentsError(
@@ -80,19 +81,17 @@ def verify(storage: Storage, directory: str, manifest: dict, flag: str, rows: bo
                     f"{where}: part file {name} is {have[name]} bytes, the manifest says {want[name]} "
                     "(cut short or replaced)"
                 )
-        if rows and entry.get("rows") is not None and storage.local_disk(table_dir) is not None:
-            counted = sum(_rows(storage, storage.join(table_dir, n)) for n in have)
+        if rows and entry.get("rows") is not None and table_dir.local_disk() is not None:
+            counted = sum(_footer(table_dir, n).num_rows for n in have)
             if counted != entry["rows"]:
                 raise ContentsError(f"{where}: {counted} rows, the manifest says {entry['rows']}")
 
 
-def _column_range(storage: Storage, table_dir: str, column: str) -> tuple[int, int | None, int | None]:
+def _column_range(table: Folder, column: str) -> tuple[int, int | None, int | None]:
     """``(rows, min, max)`` of an integer column from a table's footers (None: not recorded)."""
     rows, low, high = 0, None, None
-    for name in _parquet(storage.list(table_dir)).get(".", {}):
-        fs, p = storage.arrow(storage.join(table_dir, name))
-        with fs.open_input_file(p) as f:
-            meta = pq.ParquetFile(f).metadata
+    for name in _parquet(table.list()).get(".", {}):
+        meta = _footer(table, name)
         rows += meta.num_rows
         index = meta.schema.names.index(column) if column in meta.schema.names else None
         for g in range(meta.num_row_groups):
@@ -104,19 +103,22 @@ def _column_range(storage: Storage, table_dir: str, column: str) -> tuple[int, i
     return rows, low, high
 
 
-def check_ids(storage: Storage, nodes_dir: str, edges_dir: str, flag: str) -> None:
+def check_ids(graph: Folder, flag: str) -> None:
     """The graph contract's dense ids, as far as the footers tell in seconds: node ids 0…N−1 and
     every edge's ends among them (duplicates inside that range are found when the graph is mapped).
     Footers are read on a local disk only: elsewhere the first stage that maps the graph checks."""
-    if storage.local_disk(nodes_dir) is None:
+    nodes, edges = graph.sub(NODES_TABLE), graph.sub(EDGES_TABLE)
+    if nodes.local_disk() is None:
         return
-    n, low, high = _column_range(storage, nodes_dir, "id")
+    n, low, high = _column_range(nodes, "id")
     if low is not None and (low != 0 or high != n - 1):
         raise ContentsError(
-            f"{flag}: {nodes_dir}: node ids run {low}…{high} over {n} rows, not 0…{n - 1} (the contract)"
+            f"{flag}: {nodes.root}: node ids run {low}…{high} over {n} rows, not 0…{n - 1} (the contract)"
         )
     for column in ("src", "dst"):
-        _, e_low, e_high = _column_range(storage, edges_dir, column)
+        _, e_low, e_high = _column_range(edges, column)
         if e_low is not None and (e_low < 0 or e_high >= n):
             bad = e_high if e_high >= n else e_low
-            raise ContentsError(f"{flag}: {edges_dir}: an edge's {column} is node {bad}, outside the graph's 0…{n - 1}")
+            raise ContentsError(
+                f"{flag}: {edges.root}: an edge's {column} is node {bad}, outside the graph's 0…{n - 1}"
+            )

@@ -9,28 +9,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wikigame_spark import manifests
-from wikigame_spark.layout import CacheDir, GamesDir, GraphDir
+from wikigame_spark import manifests, storage
+from wikigame_spark.layout import CacheDir, GraphDir
+from wikigame_spark.storage import Folder, Storage
 
 
 @dataclass(frozen=True)
 class GraphHandle:
-    """A finished graph folder as opened: where it is, its manifest, where its caches go."""
+    """A finished graph folder as opened: where it is (and the storage that reaches it), its
+    manifest, where its caches go."""
 
-    path: str
+    folder: Folder
     manifest: dict
     cache_dir: str = ""  # default GRAPH/cache
     sha1: str = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "path", self.path.rstrip("/"))
         object.__setattr__(self, "cache_dir", (self.cache_dir or GraphDir(self.path).cache).rstrip("/"))
         object.__setattr__(self, "sha1", manifests.manifest_sha1(self.manifest))
 
     @classmethod
     def open(cls, path: str, spark=None, cache_dir: str = "") -> GraphHandle:
         """The graph folder at ``path`` with its manifest (a local path needs no session)."""
-        return cls(path, manifests.read_manifest(spark, path.rstrip("/")), cache_dir)
+        folder = storage.folder(path, spark)
+        return cls(folder, manifests.read_manifest(folder), cache_dir)
+
+    @property
+    def path(self) -> str:
+        return self.folder.root
+
+    @property
+    def storage(self) -> Storage:
+        return self.folder.storage
 
     @property
     def dir(self) -> GraphDir:
@@ -67,18 +77,17 @@ class GraphHandle:
 class GamesHandle:
     """A finished games folder as opened, with the graph it was sampled on."""
 
-    path: str
+    folder: Folder
     manifest: dict
     graph: GraphHandle
     sha1: str = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "path", self.path.rstrip("/"))
         object.__setattr__(self, "sha1", manifests.manifest_sha1(self.manifest))
 
     @property
-    def table(self) -> str:
-        return GamesDir(self.path).games
+    def path(self) -> str:
+        return self.folder.root
 
     @property
     def count(self) -> int:

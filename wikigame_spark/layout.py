@@ -24,9 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MANIFEST = "manifest.json"
-NODES, EDGES, REDIRECTS = "nodes", "edges", "redirects"
-GAMES = "games"
-PLAYS = "plays"
+# Table folders (each a Parquet table of the schema of the same name in ``schemas``) and the
+# folders that hold outputs.
+NODES_TABLE, EDGES_TABLE, REDIRECTS_TABLE = "nodes", "edges", "redirects"
+GAMES_TABLE = "games"  # inside a games folder
+PLAYS_TABLE = "plays"  # inside a play run's chunk
+GAMES_FOLDER = "games"  # a graph's default games folder
+PLAYS_FOLDER = "plays"  # a graph's folder of play runs
 CHUNK_PREFIX = "part-"
 JOURNAL = "journal.jsonl"
 VECTORS = "vectors"
@@ -51,23 +55,18 @@ class GamesDir:
 
     @property
     def games(self) -> str:
-        return join(self.root, GAMES)
+        return join(self.root, GAMES_TABLE)
 
 
-@dataclass(frozen=True)
 class PlaysDir:
-    """A play run's folder: chunks ``part-NNNNNN`` (each a ``plays`` table and a manifest) and,
-    when the run is finished, its own manifest."""
+    """The names inside a play run's folder: chunks ``part-NNNNNN`` (each a ``plays`` table and a
+    manifest) and, when the run is finished, its own manifest."""
 
-    root: str
+    CHUNKS = f"{CHUNK_PREFIX}*"  # every chunk folder (a glob; staging names start with a dot and do not match)
 
-    def chunk(self, number: int) -> str:
-        return join(self.root, f"{CHUNK_PREFIX}{number:06d}")
-
-    @property
-    def chunks_glob(self) -> str:
-        """Every chunk folder (a Hadoop glob; staging names start with a dot and do not match)."""
-        return join(self.root, f"{CHUNK_PREFIX}*")
+    @staticmethod
+    def chunk_name(number: int) -> str:
+        return f"{CHUNK_PREFIX}{number:06d}"
 
     @staticmethod
     def is_chunk(name: str) -> bool:
@@ -76,7 +75,7 @@ class PlaysDir:
     @staticmethod
     def plays(chunk: str) -> str:
         """The plays table of a chunk folder."""
-        return join(chunk, PLAYS)
+        return join(chunk, PLAYS_TABLE)
 
 
 @dataclass(frozen=True)
@@ -130,20 +129,20 @@ class GraphDir:
 
     @property
     def nodes(self) -> str:
-        return join(self.root, NODES)
+        return join(self.root, NODES_TABLE)
 
     @property
     def edges(self) -> str:
-        return join(self.root, EDGES)
+        return join(self.root, EDGES_TABLE)
 
     @property
     def redirects(self) -> str:
-        return join(self.root, REDIRECTS)
+        return join(self.root, REDIRECTS_TABLE)
 
     @property
     def games(self) -> str:
         """The default games folder (a :class:`GamesDir`)."""
-        return join(self.root, GAMES)
+        return join(self.root, GAMES_FOLDER)
 
     @property
     def stats(self) -> str:
@@ -151,7 +150,7 @@ class GraphDir:
 
     def plays(self, run_name: str) -> str:
         """The default folder of a play run (a :class:`PlaysDir`)."""
-        return join(self.root, PLAYS, run_name)
+        return join(self.root, PLAYS_FOLDER, run_name)
 
     def human(self, run_name: str) -> str:
         """A human play run's own folder (its journal)."""
@@ -165,4 +164,4 @@ class GraphDir:
     @staticmethod
     def is_graph(names: set[str]) -> bool:
         """Whether a folder listing is a graph's (the tables every graph has)."""
-        return {NODES, EDGES} <= names
+        return {NODES_TABLE, EDGES_TABLE} <= names

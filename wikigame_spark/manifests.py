@@ -5,27 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import subprocess
 
-from pyspark.sql import SparkSession
-
 import wikigame_spark
-from wikigame_spark import layout
 from wikigame_spark.layout import MANIFEST
-from wikigame_spark.storage import Storage
-from wikigame_spark.storage import StorageError as StorageError
-from wikigame_spark.storage import spark_uri as spark_uri
-
-log = logging.getLogger(__name__)
+from wikigame_spark.storage import Folder
 
 
-def write_json(spark: SparkSession, path: str, obj: dict) -> None:
-    Storage(spark).write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-
-
-def read_json(spark: SparkSession, path: str) -> dict:
-    return json.loads(Storage(spark).read_text(path))
+def write_manifest(folder: Folder, manifest: dict) -> None:
+    """``folder``'s manifest: written last, it marks the output finished."""
+    folder.write_json(MANIFEST, manifest)
 
 
 def file_digest(path: str, algorithm: str = "sha256") -> str:
@@ -42,12 +31,11 @@ def manifest_sha1(manifest: dict) -> str:
     return hashlib.sha1(json.dumps(manifest, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def read_manifest(spark: SparkSession, directory: str) -> dict:
-    """The manifest of a finished output directory; its absence means the output is incomplete."""
-    path = layout.manifest(directory)
-    if not Storage(spark).exists(path):
-        raise FileNotFoundError(f"{directory}: no {MANIFEST}; not a finished wikigame-spark output")
-    return read_json(spark, path)
+def read_manifest(folder: Folder) -> dict:
+    """The manifest of a finished output folder; its absence means the output is incomplete."""
+    if not folder.exists(MANIFEST):
+        raise FileNotFoundError(f"{folder.root}: no {MANIFEST}; not a finished wikigame-spark output")
+    return folder.read_json(MANIFEST)
 
 
 def code_version() -> str:

@@ -13,10 +13,8 @@ import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from wikigame_spark import layout
-from wikigame_spark.storage import StorageError as StorageError
+from wikigame_spark.storage import Folder
 from wikigame_spark.storage import arrow as arrow_path
-from wikigame_spark.storage import spark_uri as spark_uri
 
 log = logging.getLogger(__name__)
 
@@ -64,20 +62,29 @@ def read_columns(path: str, columns: list[str]):
         return ds.dataset(p, filesystem=fs, format=parquet_format()).to_table(columns=columns)
 
 
-def write_table(df: DataFrame, path: str, schema: StructType) -> None:
-    """Write Parquet after checking the frame has exactly the contract's columns and types."""
+def write_table(df: DataFrame, table: Folder, schema: StructType) -> None:
+    """Write the table folder ``table`` after checking the frame has exactly the contract's
+    columns and types."""
     got = [(f.name, f.dataType) for f in df.schema.fields]
     want = [(f.name, f.dataType) for f in schema.fields]
     if got != want:
-        raise ValueError(f"{path}: table has columns {got}, contract says {want}")
-    df.write.mode("error").parquet(path)
+        raise ValueError(f"{table.root}: table has columns {got}, contract says {want}")
+    df.write.mode("error").parquet(table.root)
 
 
-def read_table(spark: SparkSession, path: str | list[str], schema: StructType) -> DataFrame:
-    """Read Parquet with the contract's explicit schema (never inferred): one table, or several
-    as one (none: an empty table)."""
-    paths = [path] if isinstance(path, str) else list(path)
+def read_table(spark: SparkSession, table: Folder | list[Folder], schema: StructType) -> DataFrame:
+    """Read Parquet with the contract's explicit schema (never inferred): one table folder, or
+    several as one (none: an empty table)."""
+    tables = [table] if isinstance(table, Folder) else list(table)
+    paths = [t.root for t in tables]
     return spark.read.schema(schema).parquet(*paths) if paths else spark.createDataFrame([], schema)
+
+
+def read_files(spark: SparkSession, paths: list[str], schema: StructType | None = None) -> DataFrame:
+    """Parquet files that are not a table of this project (a source snapshot's), with ``schema``
+    or, without one, as their footers declare."""
+    reader = spark.read.schema(schema) if schema is not None else spark.read
+    return reader.parquet(*paths)
 
 
 def _file_identity(path: str) -> dict:
@@ -98,7 +105,7 @@ def file_identities(spark: SparkSession, paths: list[str]) -> list[dict]:
     return sorted(rdd.map(_file_identity).collect(), key=lambda d: d["path"])
 
 
-def write_tables(spark: SparkSession, directory: str, tables: dict) -> None:
-    """Write ``{name: (DataFrame, schema)}`` as the tables of ``directory`` (a staging folder)."""
+def write_tables(folder: Folder, tables: dict) -> None:
+    """Write ``{name: (DataFrame, schema)}`` as the tables of ``folder`` (a staging folder)."""
     for name, (df, schema) in tables.items():
-        write_table(df, layout.join(directory, name), schema)
+        write_table(df, folder.sub(name), schema)

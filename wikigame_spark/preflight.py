@@ -14,7 +14,6 @@ local path is not probed twice.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ import pyarrow.fs as pafs
 
 from wikigame_spark import layout, manifests, outputs, tracking
 from wikigame_spark.layout import GraphDir, PlaysDir
-from wikigame_spark.storage import Storage, arrow, is_local, local_path
+from wikigame_spark.storage import Folder, Storage, arrow, is_local, local_path
 
 # What a path is found to be, as messages name it (:func:`kind`).
 A_GRAPH, A_GAMES_TABLE, A_PLAYS_FOLDER, A_DUMP = "graph", "games table", "plays folder", "dump"
@@ -40,25 +39,24 @@ def absolute(path: str) -> str:
     return os.path.abspath(local_path(path)) if path and is_local(path) else path.rstrip("/")
 
 
-def _fs(path: str, spark) -> Storage | None:
+def _storage(path: str, spark) -> Storage | None:
     """The storage that reaches ``path`` now, or None: a URI waits for the session."""
     store = Storage(spark)
     return store if store.reaches(path) else None
 
 
-def kind(path: str, spark=None) -> str | None:
-    """What ``path`` holds: ``graph``, ``games table``, ``plays folder``, ``dump`` (a file), or None."""
-    fs = _fs(path, spark)
-    if fs is None or not fs.exists(path):
+def kind(folder: Folder) -> str | None:
+    """What ``folder`` holds: ``graph``, ``games table``, ``plays folder``, ``dump`` (a file), or None."""
+    if not folder.exists():
         return None
-    if not fs.is_dir(path):
+    if not folder.is_dir():
         return A_DUMP
-    names = set(fs.names(path))
+    names = set(folder.names())
     if layout.MANIFEST not in names:
         return None
     if GraphDir.is_graph(names):
         return A_GRAPH
-    if layout.GAMES in names:
+    if layout.GAMES_TABLE in names:
         return A_GAMES_TABLE
     if any(PlaysDir.is_chunk(n) for n in names):
         return A_PLAYS_FOLDER
@@ -69,11 +67,11 @@ def _describe(found: str | None) -> str:
     return f"is a {found}" if found else "has no manifest.json (not a finished wikigame-spark output)"
 
 
-def _manifest(fs: Storage, flag: str, path: str) -> dict:
+def _manifest(folder: Folder, flag: str) -> dict:
     try:
-        return json.loads(fs.read_text(layout.manifest(path)))
+        return folder.read_json(layout.MANIFEST)
     except (OSError, ValueError) as e:
-        raise PreflightError(f"{flag} {path}: cannot read {layout.MANIFEST}: {e}") from e
+        raise PreflightError(f"{flag} {folder.root}: cannot read {layout.MANIFEST}: {e}") from e
 
 
 def _reason(e: Exception) -> str:
@@ -100,51 +98,48 @@ def _check_parquet(directory: str, flag: str) -> None:
             raise PreflightError(f"{flag}: {info.path} is not a Parquet file ({size} bytes; corrupt or cut short)")
 
 
-def require(path: str, want: str, flag: str, spark=None, tables: tuple[str, ...] = ()) -> dict | None:
-    """The manifest of ``path`` when it is a finished ``want`` (:data:`A_GRAPH`,
+def require(folder: Folder, want: str, flag: str, tables: tuple[str, ...] = ()) -> dict:
+    """The manifest of ``folder`` when it is a finished ``want`` (:data:`A_GRAPH`,
     :data:`A_GAMES_TABLE`) with readable
     ``tables``; a wrong kind, a missing path or a corrupt table raises :class:`PreflightError`."""
-    fs = _fs(path, spark)
-    if fs is None:
-        return None
-    if not fs.exists(path):
-        raise PreflightError(f"{flag} {path}: not found")
-    found = kind(path, spark)
+    if not folder.exists():
+        raise PreflightError(f"{flag} {folder.root}: not found")
+    found = kind(folder)
     if found != want:
-        raise PreflightError(f"{flag} {path}: {_describe(found)}, not a {want}")
-    manifest = _manifest(fs, flag, path)
-    on_disk = fs.local_disk(path)
+        raise PreflightError(f"{flag} {folder.root}: {_describe(found)}, not a {want}")
+    manifest = _manifest(folder, flag)
+    on_disk = folder.local_disk()
     if on_disk is not None:
         for table in tables:
             _check_parquet(os.path.join(on_disk, table), flag)
     return manifest
 
 
-def require_graph(path: str, flag: str = "--graph", spark=None) -> dict | None:
-    return require(path, A_GRAPH, flag, spark, (layout.NODES, layout.EDGES))
+def require_graph(folder: Folder, flag: str = "--graph") -> dict:
+    return require(folder, A_GRAPH, flag, (layout.NODES_TABLE, layout.EDGES_TABLE))
 
 
-def require_games(path: str, flag: str = "--games-dir", spark=None) -> dict | None:
-    return require(path, A_GAMES_TABLE, flag, spark, (layout.GAMES,))
+def require_games(folder: Folder, flag: str = "--games-dir") -> dict:
+    return require(folder, A_GAMES_TABLE, flag, (layout.GAMES_TABLE,))
 
 
 def require_source(paths: list[str], flag: str = "--input", want: str = "a dump file or a folder of dumps") -> None:
     """Source inputs (dumps, snapshots) are never a wikigame-spark output (a graph, games, plays)."""
     for path in paths:
-        found = kind(path) if is_local(path) else None
+        found = kind(Storage().folder(path)) if is_local(path) else None
         if found not in (None, A_DUMP):
             raise PreflightError(f"{flag} {path}: is a {found}, not {want}")
 
 
 def require_file(path: str, flag: str, spark=None) -> None:
-    fs = _fs(path, spark)
-    if fs is None:
+    store = _storage(path, spark)
+    if store is None:
         return
-    if not fs.exists(path):
+    if not store.exists(path):
         raise PreflightError(f"{flag} {path}: not found")
-    if fs.is_dir(path):
+    if store.is_dir(path):
         raise PreflightError(f"{flag} {path}: is a folder, not a file")
-    if not fs.readable(path):
+    if not store.readable(path):
         raise PreflightError(f"{flag} {path}: not readable")
 
 
@@ -165,8 +160,8 @@ def games_bound_to(games_manifest: dict, graph_manifest: dict, games_dir: str, g
         )
 
 
-def _nearest_existing(fs: Storage, p: str) -> str:
-    while not fs.exists(p):
+def _nearest_existing(store: Storage, p: str) -> str:
+    while not store.exists(p):
         parent = os.path.dirname(p.rstrip("/"))
         if not parent or parent == p or parent.endswith(":/") or parent.endswith(":"):
             return p
@@ -195,26 +190,26 @@ def check_output(
     """
     if spark is not None and is_local(path):
         return  # checked before the session
-    fs = _fs(path, spark)
-    if fs is None:
+    store = _storage(path, spark)
+    if store is None:
         return
     p = absolute(path)
-    marker = layout.manifest(p) if finished else p
-    if fs.exists(marker) and not overwrite:
+    target = store.folder(p)
+    if target.exists(layout.MANIFEST if finished else "") and not overwrite:
         raise outputs.OutputExistsError(f"{path} exists; pass --overwrite to replace it")
-    if fs.exists(p) and not fs.is_dir(p):
+    if target.exists() and not target.is_dir():
         raise PreflightError(f"{flag} {path}: is a file, not a folder")
     for source in sources:
         if p.startswith(_input_root(source) + "/"):
             raise PreflightError(f"{flag} {path}: inside the input {source}; write the {what} to another folder")
-    if fs.exists(p):
-        check_replaceable(fs, p, flag, what, kind, inputs, resumable=finished)
-    check_not_inside_a_table(fs, p, flag)
-    where = _nearest_existing(fs, p)
-    if not fs.is_dir(where):
+    if target.exists():
+        check_replaceable(target, flag, what, kind, inputs, resumable=finished)
+    check_not_inside_a_table(target, flag)
+    where = _nearest_existing(store, p)
+    if not store.is_dir(where):
         raise PreflightError(f"{flag} {path}: {where} is a file, not a folder")
     try:
-        fs.probe(where)
+        store.probe(where)
     except Exception as e:  # an OSError, or Hadoop's refusal as a Py4J error
         raise PreflightError(f"{flag} {path}: cannot write under {where}: {_reason(e)}") from e
 
@@ -225,20 +220,21 @@ def _input_root(source: str) -> str:
 
 
 def check_replaceable(
-    fs: Storage, path: str, flag: str, what: str, kind: str, inputs: tuple[str, ...], resumable: bool
+    target: Folder, flag: str, what: str, kind: str, inputs: tuple[str, ...], resumable: bool
 ) -> None:
     """An existing folder that a job may write into and replace: empty, or an earlier output of the
     job's own ``kind`` (its manifest says so; for a ``resumable`` one, its unfinished chunks), and
     holding none of the job's ``inputs``. A folder of other files, another kind of output, the
     folder of a dump or snapshot (or one above it) is never replaced, ``--overwrite`` or not."""
+    path = target.root
     for source in inputs:
         where = _input_root(source)
-        if where == path or where.startswith(path.rstrip("/") + "/"):
+        if where == path or where.startswith(path + "/"):
             raise PreflightError(f"{flag} {path}: holds the input {source}; write the {what} to another folder")
-    names = [n for n in fs.names(path) if not n.startswith(".")]
+    names = [n for n in target.names() if not n.startswith(".")]
     if not names:
         return
-    manifest = outputs.folder_manifest(fs, path)
+    manifest = outputs.folder_manifest(target)
     found = None if manifest is None else str(manifest.get("kind") or "")
     if found is None and resumable and all(n.startswith(layout.CHUNK_PREFIX) for n in names):
         return  # an unfinished play run: resumed
@@ -255,15 +251,17 @@ def check_replaceable(
         )
 
 
-def check_not_inside_a_table(fs: Storage, path: str, flag: str) -> None:
+def check_not_inside_a_table(target: Folder, flag: str) -> None:
     """No output inside a table (or a recorded file) of an output above it: ``GRAPH/games`` is
     beside the graph's tables, ``GRAPH/nodes/sub`` would be read as part of ``nodes``."""
-    child, parent = path.rstrip("/"), os.path.dirname(path.rstrip("/"))
+    path = target.root
+    child, parent = path, os.path.dirname(path)
     while parent and parent != child and not parent.endswith(":") and not parent.endswith(":/"):
-        if fs.exists(layout.manifest(parent)):
+        above = target.storage.folder(parent)
+        if above.exists(layout.MANIFEST):
             name = child[len(parent) :].strip("/").split("/", 1)[0]
-            outer = outputs.others_inside(fs, parent, [])
-            if fs.exists(layout.join(parent, name)) and name not in outer:
+            outer = outputs.others_inside(above, [])
+            if above.exists(name) and name not in outer:
                 raise PreflightError(
                     f"{flag} {path}: inside {name} of the output {parent} (its manifest records it): "
                     "an output goes beside another's tables, never inside them; choose another folder"

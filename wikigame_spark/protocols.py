@@ -4,7 +4,7 @@ The settings' dataclass defaults are the paper's. A settings or options class gi
 protocol's defaults in its ``PRESETS`` class attribute (protocol → {setting: value}), beside the
 settings they change. LLM-WikiRace (Ziomek et al., 2026): games in the largest strongly connected
 component, equal numbers per difficulty band (``SampleGamesConfig``), 30 steps, revisits allowed
-(``PlayConfig``), every out-link shown (``LlmOptions``).
+(:data:`PLAY_RULES`), every out-link shown (``LlmOptions``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,13 @@ from typing import Any
 PAPER = "paper"
 LLM_WIKIRACE = "llm-wikirace"
 PROTOCOLS = (PAPER, LLM_WIKIRACE)
+
+# The rules of play each protocol sets (the play job's defaults and presets; the report reads a
+# run's departures from them).
+PLAY_RULES = {
+    PAPER: {"max_steps": 100, "allow_revisits": False},
+    LLM_WIKIRACE: {"max_steps": 30, "allow_revisits": True},
+}
 
 
 def preset(cls: type, protocol: str | None) -> dict[str, Any]:

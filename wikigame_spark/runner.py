@@ -32,12 +32,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikigame_spark import cli, config, layout, manifests, outputs, preflight, progress, storage, tracking
+from wikigame_spark import cli, config, manifests, outputs, preflight, progress, storage, tracking
 from wikigame_spark.config import ConfigError, flatten
 from wikigame_spark.contents import CONTENTS, check_ids, describe, verify
 from wikigame_spark.handles import GamesHandle, GraphHandle
-from wikigame_spark.layout import manifest as manifest_path
-from wikigame_spark.storage import Storage
+from wikigame_spark.layout import MANIFEST
+from wikigame_spark.storage import Folder
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class Context:
         self.started = dt.datetime.now(dt.timezone.utc)
         self.inputs: dict[str, Any] = {}
         self.outputs: dict[str, str] = {}
-        self.staging: dict[str, str] = {}
+        self.staging: dict[str, Folder] = {}
         self.run = None
         self.identity: dict = {}  # params that a resumed MLflow run must share
         self.tags: dict[str, str] = {}
@@ -136,12 +136,17 @@ class Context:
     def output(self, key: str = "") -> str:
         return self.outputs[key]
 
-    def stage(self, key: str = "") -> str:
+    def stage(self, key: str = "") -> Folder:
         """Where the body writes output ``key``; renamed into place when the job succeeds."""
         return self.staging[key]
 
-    def made_by(self) -> dict:
-        """What every manifest of this job records about its making."""
+    def folder(self, key: str = "") -> Folder:
+        """Output ``key``'s folder, reached as its path needs (a local one without the session)."""
+        path = self.outputs[key]
+        return storage.folder(path, None if preflight.is_local(path) else self.spark)
+
+    def provenance(self) -> dict:
+        """What every manifest of this job records about its making: settings, code, time, Spark."""
         spark_version = self._spark.version if self._spark is not None else None
         return {
             "parameters": flatten(self.settings),
@@ -215,9 +220,7 @@ class Job:
             for out in self.outputs:
                 what = f"{out.what} {self.run_name(ctx)!r}" if self.run_name else out.what
                 for key in out.paths(ctx.settings, ctx.inputs):
-                    path = ctx.outputs[key]
-                    lock_spark = None if preflight.is_local(path) else ctx.spark
-                    stack.enter_context(outputs.output_lock(path, lock_spark, what=what))
+                    stack.enter_context(outputs.output_lock(ctx.folder(key), what=what))
             self._stage(ctx)
             _tag_inputs(ctx)
             try:
@@ -275,16 +278,15 @@ class Job:
         """Each output's staging folder, once the dead runs' staging folders are gone."""
         for out in self.outputs:
             for key in out.paths(ctx.settings, ctx.inputs):
-                path = ctx.outputs[key]
-                spark = None if preflight.is_local(path) else ctx.spark
-                finished = _exists(spark, manifest_path(path))
-                outputs.clean_staging(path, spark)
+                target = ctx.folder(key)
+                finished = target.exists(MANIFEST)
+                outputs.clean_staging(target)
                 if out.resumable and not finished:
-                    ctx.staging[key] = path  # unfinished plays are resumed in place
+                    ctx.staging[key] = target  # unfinished plays are resumed in place
                 elif out.resumable:
-                    ctx.staging[key] = outputs.resume_staging(path)
+                    ctx.staging[key] = outputs.resume_staging(target)
                 else:
-                    ctx.staging[key] = outputs.new_staging(path)
+                    ctx.staging[key] = outputs.new_staging(target)
 
     @contextlib.contextmanager
     def _tracked(self, ctx: Context) -> Iterator[None]:
@@ -305,19 +307,18 @@ class Job:
         """Each output's manifest into its staging folder, then the staging folder into place."""
         for key, path in ctx.outputs.items():
             staging = ctx.staging[key]
-            spark = ctx.spark
             body = result.manifests.get(key)
             if body is not None:
-                manifest = {**body, **ctx.made_by(), CONTENTS: describe(Storage(spark), staging)}
+                manifest = {**body, **ctx.provenance(), CONTENTS: describe(staging)}
                 if ctx.run is not None:
                     manifest.update(
                         mlflow_run_id=ctx.run.info.run_id,
                         experiment=ctx.experiment,
                         tracking_uri=tracking.tracking_uri(),
                     )
-                manifests.write_json(spark, manifest_path(staging), manifest)
-            if staging != path:
-                outputs.publish(spark, staging, path)
+                manifests.write_manifest(staging, manifest)
+            if staging.root != path:
+                outputs.publish(staging, ctx.folder(key))
 
 
 def _input_paths(ctx: Context, kinds: tuple[InputKind, ...] = ()) -> tuple[str, ...]:
@@ -367,10 +368,6 @@ def _as_list(value) -> list[str]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
-def _exists(spark, path: str) -> bool:
-    return os.path.exists(preflight.local_path(path)) if spark is None else Storage(spark).exists(path)
-
-
 def _open_input(spec: Input, path, ctx: Context, spark):
     """The input as the body takes it: a handle for graphs and games, paths for the rest; None
     while a URI waits for the session."""
@@ -388,18 +385,18 @@ def _open_input(spec: Input, path, ctx: Context, spark):
     path = preflight.absolute(path)
     if not preflight.is_local(path) and spark is None:
         return None
-    store = Storage(spark)
+    folder = storage.folder(path, spark)
     if spec.kind is InputKind.GRAPH:
-        manifest = preflight.require_graph(path, flag, spark=spark)
-        verify(store, path, manifest, flag)
-        check_ids(store, layout.join(path, layout.NODES), layout.join(path, layout.EDGES), flag)
+        manifest = preflight.require_graph(folder, flag)
+        verify(folder, manifest, flag)
+        check_ids(folder, flag)
         cache = getattr(ctx.settings, spec.cache_setting, "") if spec.cache_setting else ""
-        return GraphHandle(path, manifest, preflight.absolute(cache) if cache else "")
+        return GraphHandle(folder, manifest, preflight.absolute(cache) if cache else "")
     graph = ctx.inputs[spec.bound_to]
-    manifest = preflight.require_games(path, flag, spark=spark)
-    verify(store, path, manifest, flag)
+    manifest = preflight.require_games(folder, flag)
+    verify(folder, manifest, flag)
     preflight.games_bound_to(manifest, graph.manifest, path, graph.path)
-    return GamesHandle(path, manifest, graph)
+    return GamesHandle(folder, manifest, graph)
 
 
 @contextlib.contextmanager

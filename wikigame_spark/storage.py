@@ -7,6 +7,10 @@ before Spark starts; with a session it reaches every path through Hadoop's FileS
 Spark itself reads and writes with (local disk, HDFS, DBFS, ``s3a://``, ``abfss://``…). The Python
 workers reach the same paths through pyarrow's file systems (:func:`arrow`).
 
+A :class:`Folder` is a path and the storage that reaches it together (datatrove's ``DataFolder``):
+every output, input and cache is read, written, listed, staged and published through one, by
+names relative to its root, so "how do I read or write X" has one answer: ``storage.folder(X)``.
+
 Adding a scheme is one place, :data:`SCHEMES`: an entry says whether the driver may reach it
 without a session, the name Hadoop knows it by and the name and file system pyarrow opens it
 with. A scheme Hadoop and pyarrow both know by its own name (``hdfs://``, ``gs://``) needs no entry,
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import glob as globbing
+import json
 import os
 import re
 import shutil
@@ -134,8 +139,8 @@ class Storage:
         p = self._os(path)
         if p is not None:
             return os.path.abspath(p)
-        fs, jpath = self.hadoop(path)
-        return fs.makeQualified(jpath).toUri().getPath() if fs.getUri().getScheme() == "file" else None
+        hfs, jpath = self.hadoop(path)
+        return hfs.makeQualified(jpath).toUri().getPath() if hfs.getUri().getScheme() == "file" else None
 
     def spark_path(self, path: str) -> str:
         """The URI Spark reads ``path`` as: a local file reached with os calls as ``file://``, so a
@@ -155,18 +160,18 @@ class Storage:
         p = self._os(path)
         if p is not None:
             return os.path.exists(p)
-        fs, jpath = self.hadoop(path)
-        return bool(fs.exists(jpath))
+        hfs, jpath = self.hadoop(path)
+        return bool(hfs.exists(jpath))
 
     def _kind(self, path: str) -> str | None:
         """``"dir"``, ``"file"`` or None (absent)."""
         p = self._os(path)
         if p is not None:
             return "dir" if os.path.isdir(p) else "file" if os.path.isfile(p) else None
-        fs, jpath = self.hadoop(path)
-        if not fs.exists(jpath):
+        hfs, jpath = self.hadoop(path)
+        if not hfs.exists(jpath):
             return None
-        return "dir" if fs.getFileStatus(jpath).isDirectory() else "file"
+        return "dir" if hfs.getFileStatus(jpath).isDirectory() else "file"
 
     def is_dir(self, path: str) -> bool:
         return self._kind(path) == "dir"
@@ -183,24 +188,24 @@ class Storage:
         p = self._os(path)
         if p is not None:
             return os.path.getsize(p)
-        fs, jpath = self.hadoop(path)
-        return int(fs.getFileStatus(jpath).getLen())
+        hfs, jpath = self.hadoop(path)
+        return int(hfs.getFileStatus(jpath).getLen())
 
     def names(self, path: str) -> list[str]:
         """The names in the folder ``path``, sorted."""
         p = self._os(path)
         if p is not None:
             return sorted(os.listdir(p))
-        fs, jpath = self.hadoop(path)
-        return sorted(s.getPath().getName() for s in fs.listStatus(jpath))
+        hfs, jpath = self.hadoop(path)
+        return sorted(s.getPath().getName() for s in hfs.listStatus(jpath))
 
     def glob(self, pattern: str) -> list[str]:
         """The paths matching a glob pattern (``*`` within a name; hidden names only by a pattern's ``.``)."""
         p = self._os(pattern)
         if p is not None:
             return sorted(globbing.glob(p))
-        fs, jpattern = self.hadoop(pattern)
-        return sorted(s.getPath().toString() for s in (fs.globStatus(jpattern) or []))
+        hfs, jpattern = self.hadoop(pattern)
+        return sorted(s.getPath().toString() for s in (hfs.globStatus(jpattern) or []))
 
     def list(self, path: str) -> dict[str, int]:
         """Every file under the folder ``path``: relative path → size; ``{}`` if it is no folder."""
@@ -212,11 +217,11 @@ class Storage:
                     full = os.path.join(dirpath, name)
                     out[os.path.relpath(full, p).replace(os.sep, "/")] = os.path.getsize(full)
             return out
-        fs, jpath = self.hadoop(path)
-        if not fs.exists(jpath) or fs.getFileStatus(jpath).isFile():
+        hfs, jpath = self.hadoop(path)
+        if not hfs.exists(jpath) or hfs.getFileStatus(jpath).isFile():
             return out
-        base = fs.getFileStatus(jpath).getPath().toString().rstrip("/") + "/"
-        files = fs.listFiles(jpath, True)
+        base = hfs.getFileStatus(jpath).getPath().toString().rstrip("/") + "/"
+        files = hfs.listFiles(jpath, True)
         while files.hasNext():
             status = files.next()
             out[status.getPath().toString()[len(base) :]] = status.getLen()
@@ -228,10 +233,10 @@ class Storage:
         if p is not None:
             with open(p, "rb") as f:
                 return f.read()
-        fs, jpath = self.hadoop(path)
-        if not fs.exists(jpath):
+        hfs, jpath = self.hadoop(path)
+        if not hfs.exists(jpath):
             raise FileNotFoundError(f"{path}: not found")
-        stream = fs.open(jpath)
+        stream = hfs.open(jpath)
         try:
             return bytes(self.spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
         finally:
@@ -248,8 +253,8 @@ class Storage:
             with open(p, "wb") as f:
                 f.write(data)
             return
-        fs, jpath = self.hadoop(path)
-        out = fs.create(jpath, True)
+        hfs, jpath = self.hadoop(path)
+        out = hfs.create(jpath, True)
         try:
             out.write(bytearray(data))
         finally:
@@ -263,8 +268,8 @@ class Storage:
         if p is not None:
             os.makedirs(p, exist_ok=True)
             return
-        fs, jpath = self.hadoop(path)
-        fs.mkdirs(jpath)
+        hfs, jpath = self.hadoop(path)
+        hfs.mkdirs(jpath)
 
     def delete(self, path: str) -> None:
         """Remove a file or a whole folder; nothing to do when it is absent."""
@@ -276,9 +281,9 @@ class Storage:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(p)
             return
-        fs, jpath = self.hadoop(path)
-        if fs.exists(jpath):
-            fs.delete(jpath, True)
+        hfs, jpath = self.hadoop(path)
+        if hfs.exists(jpath):
+            hfs.delete(jpath, True)
 
     def rename(self, src: str, dst: str) -> None:
         """Move ``src`` (a file or a folder) to the absent ``dst``, making ``dst``'s folder if missing;
@@ -289,19 +294,19 @@ class Storage:
             os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
             os.rename(p, target)
             return
-        fs, jsrc = self.hadoop(src)
+        hfs, jsrc = self.hadoop(src)
         _, jdst = self.hadoop(dst)
         parent = jdst.getParent()
-        if parent is not None and not fs.exists(parent):
-            fs.mkdirs(parent)
+        if parent is not None and not hfs.exists(parent):
+            hfs.mkdirs(parent)
         try:
-            moved = fs.rename(jsrc, jdst)
+            moved = hfs.rename(jsrc, jdst)
         except Exception as e:  # a missing source: False from HDFS, a Py4J error from the local disk
-            if not fs.exists(jsrc):
+            if not hfs.exists(jsrc):
                 raise FileNotFoundError(f"{src}: not found") from e
             raise
         if not moved:
-            if not fs.exists(jsrc):
+            if not hfs.exists(jsrc):
                 raise FileNotFoundError(f"{src}: not found")
             raise OSError(f"could not move {src} to {dst}")
 
@@ -314,8 +319,8 @@ class Storage:
             os.rmdir(p)
             return
         self.write(probe, b"")
-        fs, jpath = self.hadoop(probe)
-        fs.delete(jpath, False)
+        hfs, jpath = self.hadoop(probe)
+        hfs.delete(jpath, False)
 
     def create_if_absent(self, path: str, data: bytes) -> bool:
         """Make ``path`` holding ``data`` unless it exists, atomically; True if this call made it.
@@ -337,11 +342,11 @@ class Storage:
                 return False
             finally:
                 os.unlink(tmp)
-        fs, jpath = self.hadoop(path)
+        hfs, jpath = self.hadoop(path)
         try:
-            out = fs.create(jpath, False)
+            out = hfs.create(jpath, False)
         except Exception as e:  # FileAlreadyExistsException arrives as a Py4J error
-            if "AlreadyExists" in str(e) or fs.exists(jpath):
+            if "AlreadyExists" in str(e) or hfs.exists(jpath):
                 return False
             raise
         try:
@@ -353,6 +358,124 @@ class Storage:
     def arrow(self, path: str, options: dict | None = None) -> tuple[pafs.FileSystem, str]:
         """How a worker reaches ``path`` (:func:`arrow`)."""
         return arrow(path, options)
+
+    def upload(self, local: str, path: str) -> None:
+        """Copy the local file ``local`` to ``path`` (a mapped file made on the driver's disk)."""
+        p = self._os(path)
+        if p is not None:
+            os.makedirs(os.path.dirname(os.path.abspath(p)), exist_ok=True)
+            shutil.copyfile(local, p)
+            return
+        hfs, jpath = self.hadoop(path)
+        hfs.copyFromLocalFile(
+            False, True, self.spark.sparkContext._jvm.org.apache.hadoop.fs.Path(f"file://{local}"), jpath
+        )
+
+    def folder(self, path: str) -> Folder:
+        """The folder at ``path``, reached by this storage."""
+        return Folder(self, path)
+
+
+def folder(path: str, spark=None) -> Folder:
+    """The folder at ``path``: a local one with os calls (no session needed), another through
+    ``spark``'s Hadoop FileSystem."""
+    return Folder(Storage(None if is_local(path) else spark), path)
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A path and the storage that reaches it: what every reader and writer of an output takes.
+
+    Names are relative to :attr:`root` (``""`` is the path itself: a file's folder reads the
+    file); :meth:`sub` is a folder inside it, :meth:`sibling` one beside it (a staging folder)."""
+
+    storage: Storage
+    root: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", self.root.rstrip("/") or self.root)
+
+    def __str__(self) -> str:
+        return self.root
+
+    def path(self, rel: str = "") -> str:
+        return self.storage.join(self.root, rel)
+
+    def sub(self, rel: str) -> Folder:
+        return Folder(self.storage, self.path(rel))
+
+    @property
+    def name(self) -> str:
+        return self.root.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> str:
+        """The path of the folder holding this one (``""`` for a bare name)."""
+        return self.root.rstrip("/").rpartition("/")[0]
+
+    def outer(self) -> Folder:
+        """The folder holding this one."""
+        return Folder(self.storage, self.parent or ".")
+
+    def sibling(self, name: str) -> Folder:
+        """The folder ``name`` beside this one."""
+        return Folder(self.storage, f"{self.parent}/{name}" if self.parent else name)
+
+    def exists(self, rel: str = "") -> bool:
+        return self.storage.exists(self.path(rel))
+
+    def is_dir(self, rel: str = "") -> bool:
+        return self.storage.is_dir(self.path(rel))
+
+    def names(self, rel: str = "") -> list[str]:
+        return self.storage.names(self.path(rel))
+
+    def glob(self, pattern: str) -> list[str]:
+        """The paths under the folder matching ``pattern`` (relative to the root)."""
+        return self.storage.glob(self.path(pattern))
+
+    def list(self, rel: str = "") -> dict[str, int]:
+        return self.storage.list(self.path(rel))
+
+    def read(self, rel: str = "") -> bytes:
+        return self.storage.read(self.path(rel))
+
+    def read_text(self, rel: str = "") -> str:
+        return self.storage.read_text(self.path(rel))
+
+    def read_json(self, rel: str = ""):
+        return json.loads(self.read_text(rel))
+
+    def write(self, rel: str, data: bytes) -> None:
+        self.storage.write(self.path(rel), data)
+
+    def write_text(self, rel: str, text: str) -> None:
+        self.storage.write_text(self.path(rel), text)
+
+    def write_json(self, rel: str, obj) -> None:
+        self.write_text(rel, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+    def upload(self, local: str, rel: str) -> None:
+        self.storage.upload(local, self.path(rel))
+
+    def mkdirs(self, rel: str = "") -> None:
+        self.storage.mkdirs(self.path(rel))
+
+    def delete(self, rel: str = "") -> None:
+        self.storage.delete(self.path(rel))
+
+    def rename(self, rel: str, dst: str) -> None:
+        """Move ``rel`` (``""``: the folder itself) to the path ``dst``."""
+        self.storage.rename(self.path(rel), dst)
+
+    def local_disk(self, rel: str = "") -> str | None:
+        return self.storage.local_disk(self.path(rel))
+
+    def spark_path(self, rel: str = "") -> str:
+        return self.storage.spark_path(self.path(rel))
+
+    def arrow(self, rel: str = "", options: dict | None = None) -> tuple[pafs.FileSystem, str]:
+        return self.storage.arrow(self.path(rel), options)
 
 
 def _rmtree(path: str) -> None:

@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from jobs import play_games
 from tests.conftest import ROOT
-from wikigame_spark import manifests
+from wikigame_spark import manifests, storage
 from wikigame_spark.agents.encoders import BACKENDS, REFERENCE, Runtime, exported, load_encoder
 from wikigame_spark.devtools.games import write_games
 
@@ -92,8 +92,8 @@ def test_the_play_job_embeds_with_the_chosen_runtime(spark, models, ltg_graph, t
     argv = ["--graph", ltg_graph, "--games-dir", games, "--agent", "embedding", "--backend", "openvino"]
     assert play_games.main([*argv, "--int8", "--output", out, "--experiment", "t"]) == 0
     cache = os.path.join(ltg_graph, "cache", "embeddings", f"{MODEL}--openvino-int8", "summary-noprompt")
-    manifest = manifests.read_manifest(spark, cache)
+    manifest = manifests.read_manifest(storage.folder(cache))
     assert (manifest["backend"], manifest["int8"]) == ("openvino", True)
-    run = MlflowClient(uri).get_run(manifests.read_manifest(spark, out)["mlflow_run_id"])
+    run = MlflowClient(uri).get_run(manifests.read_manifest(storage.folder(out))["mlflow_run_id"])
     assert run.data.params["backend"] == "openvino" and run.data.params["int8"] == "True"
     assert run.info.run_name.startswith(f"embedding-{MODEL}-openvino-int8-")

@@ -8,7 +8,7 @@ from mlflow.tracking import MlflowClient
 
 from jobs import play_games
 from tests.jobs import end_to_end as e2e
-from wikigame_spark import manifests
+from wikigame_spark import manifests, storage
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.schemas import PLAYS
 
@@ -58,7 +58,7 @@ def test_llm_and_reasoning_play_real_games(spark, ltg_graph, llama, tmp_path, mo
         assert len(plays) == 2 and set(plays.outcome) <= LLM_OUTCOMES
         assert (plays.queries >= 1).all() and (plays.prompt_tokens > 0).all() and (plays.seconds > 0).all()
         assert set(plays.model) == {llama.model}
-        manifest = manifests.read_manifest(spark, out)
+        manifest = manifests.read_manifest(storage.folder(out))
         run = MlflowClient().get_run(manifest["mlflow_run_id"])
         everything = json.dumps(manifest) + json.dumps(run.data.params) + json.dumps(run.data.tags)
         assert SECRET not in everything

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
+from wikigame_spark import storage
 from wikigame_spark.agents.base import (
     Agent,
     agent_class,
-    load_play_config,
     register_agent,
     registered_agents,
     registered_options,
@@ -20,7 +20,7 @@ from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.agents.tfidf import TfidfOptions
 from wikigame_spark.config import ConfigError, flatten
 from wikigame_spark.handles import GraphHandle
-from wikigame_spark.jobs.play_games import JOB
+from wikigame_spark.jobs.play_games import JOB, load_play_config
 from wikigame_spark.play import runs
 
 # The settings every play run records, whatever its agent (PlayConfig's fields).
@@ -88,12 +88,16 @@ def test_the_record_lists_the_shared_settings_and_its_own_agents_options():
         cfg = load_play_config(None, {"graph": "g", "agent": agent, "model": "m"})
         own = [f.name for f in dataclasses.fields(cls.options) if "token" not in f.name and "key" not in f.name]
         assert sorted(flatten(cfg)) == sorted(SHARED + own), agent
-        plays = [f.name for f in dataclasses.fields(cls.options) if f.metadata.get("plays")]
+        plays = [f.name for f in dataclasses.fields(cls.options) if f.metadata.get("changes_output")]
         assert sorted(runs.play_options(cfg)) == sorted(SHARED_PLAY_OPTIONS + plays), agent
     race = load_play_config(None, {"graph": "g", "agent": "llm", "protocol": "llm-wikirace"})
     assert flatten(race)["max_titles"] == 0  # the protocol's
     assert "base_url" not in flatten(load_play_config(None, {"graph": "g", "agent": "tfidf"}))
     top = load_play_config(None, {"graph": "g", "agent": "llm", "model": "m", "top_k": 7})
     assert flatten(top)["top_k"] == 7 and runs.play_options(top)["top_k"] == 7
-    built = runs.agent_settings(top, GraphHandle("g", {}))
-    assert built.options.top_k == 7 and built.model == "m" and built.cache_dir == GraphHandle("g", {}).cache_dir
+    built = runs.agent_settings(top, GraphHandle(storage.folder("g"), {}))
+    assert (
+        built.options.top_k == 7
+        and built.model == "m"
+        and built.cache_dir == GraphHandle(storage.folder("g"), {}).cache_dir
+    )

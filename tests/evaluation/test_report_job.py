@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from jobs import import_human_games, play_games
 from jobs import report as report_job
-from wikigame_spark import manifests, outputs, preflight
+from wikigame_spark import manifests, outputs, preflight, storage
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.evaluation.figures import PNG_SIGNATURE
 from wikigame_spark.schemas import PLAYS
@@ -84,7 +84,7 @@ def read_plays(spark, directory):
 def test_human_import_matches_titles_and_counts_what_it_leaves_out(spark, experiment, tracking):
     out = experiment["outputs"]["human"]
     plays = read_plays(spark, out).set_index("game_id")
-    manifest = manifests.read_manifest(spark, out)
+    manifest = manifests.read_manifest(storage.folder(out))
     assert manifest["counts"] == {
         "rows": 17,
         "imported": 15,
@@ -160,7 +160,7 @@ def test_report_from_real_runs(spark, experiment, tracking, capsys):
     # Fig 2C's table: the embedding run's success beside the cost its run recorded
     costs = pd.read_csv(os.path.join(out, "tables", "embedding_cost.csv")).set_index("label")
     embedding_run = MlflowClient(tracking).get_run(
-        manifests.read_manifest(spark, experiment["outputs"]["embedding"])["mlflow_run_id"]
+        manifests.read_manifest(storage.folder(experiment["outputs"]["embedding"]))["mlflow_run_id"]
     )
     assert list(costs.index) == [labels["embedding"]]  # random and humans have no embedding cache
     assert costs.loc[labels["embedding"], "embedding_core_hours_enwiki"] == pytest.approx(

@@ -67,7 +67,7 @@ def write_graph_dir(spark, path: str, node_ids, edges, extra: dict | None = None
     """A graph directory in the contract (nodes/, edges/, manifest.json) from Python lists."""
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from wikigame_spark import layout, manifests, outputs, parquet
+    from wikigame_spark import manifests, outputs, parquet, storage
     from wikigame_spark.schemas import EDGES, WIKIPEDIA_NODES
 
     titles = titles or [f"Page {i}" for i in node_ids]
@@ -81,10 +81,10 @@ def write_graph_dir(spark, path: str, node_ids, edges, extra: dict | None = None
     nodes = spark.createDataFrame(rows, schema)
     edge_df = spark.createDataFrame([(int(a), int(b)) for a, b in edges], EDGES)
     manifest = {"kind": "test-graph", "counts": {"nodes": len(node_ids), "edges": len(edges)}}
-    with outputs.staged_output(spark, path, overwrite=True) as staging:
-        nodes.write.parquet(f"{staging}/nodes")
-        parquet.write_table(edge_df, f"{staging}/edges", EDGES)
-        manifests.write_json(spark, f"{staging}/{layout.MANIFEST}", manifest)
+    with outputs.staged_output(storage.folder(path), overwrite=True) as staging:
+        nodes.write.parquet(staging.path("nodes"))
+        parquet.write_table(edge_df, staging.sub("edges"), EDGES)
+        manifests.write_manifest(staging, manifest)
     return path
 
 

@@ -14,9 +14,10 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.graph.graphs import adjacency_of, parquet_graph, plain_bfs, write_graph_dir
-from wikigame_spark.config import ConfigError, SampleGamesConfig, load_config
+from wikigame_spark.config import ConfigError, load_config
 from wikigame_spark.graph import frame
 from wikigame_spark.graph.sampling import SAME_NODE_CODE, accept, draw_ranks, sample_games
+from wikigame_spark.jobs.sample_games import SampleGamesConfig
 
 
 def test_draws_are_a_pure_function_of_seed_and_index():
@@ -179,7 +180,7 @@ def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spa
     from spark-defaults' spark.jars), both with the GraphFrames method, and the stage with the local
     method: the same games and the same counts."""
     from jobs import sample_games as job
-    from wikigame_spark import parquet
+    from wikigame_spark import parquet, storage
     from wikigame_spark.schemas import GAMES
 
     common = ["--graph", ltg_graph, "--games", "30", "--seed", "9"]
@@ -196,7 +197,7 @@ def test_sample_games_job_is_identical_on_local1_and_local2_and_both_methods(spa
     assert "sample_games: wrote" in done.stdout + done.stderr
 
     def table(path: str) -> pd.DataFrame:
-        return parquet.read_table(spark, f"{path}/games", GAMES).orderBy("game_id").toPandas()
+        return parquet.read_table(spark, storage.folder(f"{path}/games"), GAMES).orderBy("game_id").toPandas()
 
     g = frame.read_graph(spark, ltg_graph)
     cfg = SampleGamesConfig(graph=ltg_graph, games=30, seed=9, method="local")

@@ -11,7 +11,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs import build_wikipedia
 from tests.conftest import BNWIKI, ENWIKI, LTG
-from wikigame_spark import outputs, parquet
+from wikigame_spark import outputs, parquet, storage
 from wikigame_spark.devtools.dumpgen import write_multistream
 from wikigame_spark.ingest import dumps
 from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
@@ -19,9 +19,9 @@ from wikigame_spark.schemas import EDGES, REDIRECTS, WIKIPEDIA_NODES
 
 def load(spark, graph):
     return (
-        parquet.read_table(spark, f"{graph}/nodes", WIKIPEDIA_NODES),
-        parquet.read_table(spark, f"{graph}/edges", EDGES),
-        parquet.read_table(spark, f"{graph}/redirects", REDIRECTS),
+        parquet.read_table(spark, storage.folder(f"{graph}/nodes"), WIKIPEDIA_NODES),
+        parquet.read_table(spark, storage.folder(f"{graph}/edges"), EDGES),
+        parquet.read_table(spark, storage.folder(f"{graph}/redirects"), REDIRECTS),
         json.load(open(f"{graph}/manifest.json")),
     )
 

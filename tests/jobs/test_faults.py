@@ -10,8 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from tests.jobs.jobrun import job_env, run_job
-from wikigame_spark import cli, outputs
-from wikigame_spark.storage import Storage
+from wikigame_spark import cli
 
 
 @pytest.mark.parametrize("checksum", [False, True])
@@ -85,26 +84,6 @@ def test_verbose_shows_the_trace_and_still_ends_with_the_line(tmp_path):
     assert done.err.rstrip().splitlines()[-1] == f"error: --graph {tmp_path / 'none'}: not found"
 
 
-def test_output_lock_refuses_a_live_owner_and_takes_a_dead_ones(tmp_path):
-    out = str(tmp_path / "plays")
-    with outputs.output_lock(out, what="run") as owner:
-        assert owner["pid"] == os.getpid()
-        with (
-            pytest.raises(outputs.OutputBusyError, match=f"being written by pid {os.getpid()}"),
-            outputs.output_lock(out),
-        ):
-            pass
-    assert not os.path.exists(f"{out}.lock")
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    dead = gone.pid
-    with open(f"{out}.lock", "w") as f:
-        f.write(f'{{"host": "{os.uname().nodename}", "pid": {dead}, "since": "then"}}')
-    with outputs.output_lock(out) as owner:
-        assert owner["pid"] == os.getpid()
-    assert not os.path.exists(f"{out}.lock")
-
-
 def test_a_fault_inside_a_task_ends_in_one_line_without_traces(tmp_path):
     """A corrupt dump found by a Spark task: no executor stack traces bury the line (issue: ~350 lines)."""
     from tests.conftest import LTG
@@ -134,7 +113,9 @@ def test_a_fault_in_one_of_many_tasks_is_the_only_word(tmp_path):
     argv = ["--input", str(dump), "--output", str(tmp_path / "g"), "--task-bytes", "50000"]
     done = run_job("build_wikipedia", *argv, env=env, process=True)
     done.refused(f"{dump} [bytes ", "corrupt bzip2 block near byte")
-    assert done.err.splitlines()[:-1] == ["WARNING: Using incubator modules: jdk.incubator.vector"], done.err
+    # the job's own progress reports (every 10 s) may come first on a slow machine; nothing else may
+    said = [line for line in done.err.splitlines()[:-1] if " INFO wikigame_spark.progress: " not in line]
+    assert said == ["WARNING: Using incubator modules: jdk.incubator.vector"], done.err
 
 
 def test_output_checks_on_relative_paths(tmp_path, monkeypatch):
@@ -146,24 +127,6 @@ def test_output_checks_on_relative_paths(tmp_path, monkeypatch):
     (tmp_path / "out").write_text("a file")
     with pytest.raises(preflight.PreflightError, match=f"{tmp_path / 'out'} is a file, not a folder"):
         preflight.check_output("out/report/x", overwrite=False)
-
-
-def test_a_replaced_output_is_swapped_in_whole(spark, tmp_path):
-    """The older output stays readable until the new one is complete; nothing staged is left over;
-    what its manifest does not record (another job's output inside it) stays."""
-    out = str(tmp_path / "out")
-    os.makedirs(f"{out}/games")
-    for name, text in {"old": "old", "manifest.json": '{"files": ["old"]}', "games/g": "games"}.items():
-        with open(f"{out}/{name}", "w") as f:
-            f.write(text)
-    with outputs.staged_output(spark, out, overwrite=True) as staging:
-        assert os.path.basename(staging).startswith(".out._staging-")  # hidden from part-* globs
-        Storage(spark).write_text(f"{staging}/new", "new")
-        Storage(spark).write_text(f"{staging}/manifest.json", '{"files": ["new"]}')
-        assert sorted(os.listdir(out)) == ["games", "manifest.json", "old"]  # the older output, whole
-    assert sorted(n for n in os.listdir(out) if not n.endswith(".crc")) == ["games", "manifest.json", "new"]
-    assert open(f"{out}/games/g").read() == "games" and open(f"{out}/manifest.json").read() == '{"files": ["new"]}'
-    assert os.listdir(tmp_path) == ["out"]
 
 
 def flip_a_data_bit(table_dir: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from jobs import play_games
-from wikigame_spark import manifests, outputs
+from wikigame_spark import manifests, outputs, storage
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.schemas import PLAYS
 
@@ -45,7 +45,7 @@ def test_embedding_run_logs_params_metrics_artifacts(spark, ltg_graph, games_dir
     plays = read_plays(spark, out)
     assert len(plays) == 20 and plays.game_id.tolist() == list(range(20))
     assert set(plays.agent) == {"embedding"} and set(plays.model) == {"all-MiniLM-L6-v2"}
-    manifest = manifests.read_manifest(spark, out)
+    manifest = manifests.read_manifest(storage.folder(out))
     client = MlflowClient(tracking)
     r = client.get_run(manifest["mlflow_run_id"])
     assert r.info.run_name == "emb" and r.info.status == "FINISHED"
@@ -61,7 +61,7 @@ def test_embedding_run_logs_params_metrics_artifacts(spark, ltg_graph, games_dir
     assert m["games_per_second"] > 0
     # what the cache cost, as its manifest records it, scaled to English Wikipedia
     cache = os.path.join(ltg_graph, "cache", "embeddings", "all-MiniLM-L6-v2--openvino")  # the default runtime
-    cost = manifests.read_manifest(spark, os.path.join(cache, "summary-noprompt"))["cost"]
+    cost = manifests.read_manifest(storage.folder(os.path.join(cache, "summary-noprompt")))["cost"]
     nodes = spark.read.parquet(f"{ltg_graph}/nodes").select("summary").toPandas()["summary"].fillna("")
     assert cost["texts"] == len(nodes) and cost["chars"] == nodes.str.len().sum() and cost["gpu_texts"] == 0
     assert m["embedding_cpu_s"] == pytest.approx(cost["cpu_s"]) and cost["cpu_s"] > 0

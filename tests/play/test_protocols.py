@@ -20,14 +20,16 @@ from selenium.webdriver.common.by import By
 from jobs import play_games, sample_games
 from jobs import report as report_job
 from tests.human.server import chromium, free_port, page_wait
-from wikigame_spark import manifests, tracking
-from wikigame_spark.agents.base import Agent, AgentSettings, Choice, load_play_config
+from wikigame_spark import manifests, storage, tracking
+from wikigame_spark.agents.base import Agent, AgentSettings, Choice
 from wikigame_spark.agents.llm import LlmAgent
-from wikigame_spark.config import ConfigError, SampleGamesConfig, load_config
+from wikigame_spark.config import ConfigError, load_config
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.evaluation.loops import route_loops
 from wikigame_spark.graph.worker_graph import WorkerGraph
+from wikigame_spark.jobs.play_games import load_play_config
+from wikigame_spark.jobs.sample_games import SampleGamesConfig
 from wikigame_spark.outcomes import LOOP, STEP_LIMIT, SUCCESS
 from wikigame_spark.play.engine import offered_links
 from wikigame_spark.play.engine import play_games as play
@@ -227,7 +229,7 @@ def read_plays(directory):
 
 @pytest.mark.slow
 def test_sampling_preset_scc_bands_and_manifest(spark, ltg_graph, study):
-    options = manifests.read_manifest(spark, study["games"])["parameters"]
+    options = manifests.read_manifest(storage.folder(study["games"]))["parameters"]
     assert options["protocol"] == "llm-wikirace" and options["stratify"] == "3-4,5-6,7-8" and options["largest_scc"]
     games = pq.read_table(f"{study['games']}/games").to_pandas()
     giant = largest_scc(ltg_graph)
@@ -239,7 +241,7 @@ def test_sampling_preset_scc_bands_and_manifest(spark, ltg_graph, study):
 def test_play_runs_record_the_protocol_and_follow_its_rules(spark, study):
     client = MlflowClient(study["uri"])
     for (agent, protocol), out in study["plays"].items():
-        params = client.get_run(manifests.read_manifest(spark, out)["mlflow_run_id"]).data.params
+        params = client.get_run(manifests.read_manifest(storage.folder(out))["mlflow_run_id"]).data.params
         race = protocol == "llm-wikirace"
         assert params["protocol"] == protocol and params["allow_revisits"] == str(race)
         assert params["max_steps"] == ("30" if race else "100")
@@ -321,7 +323,7 @@ def test_the_mlflow_ui_compares_the_runs(study, tmp_path):
     agent's options only; its figure and summary table preview among its artifacts."""
     client = MlflowClient(study["uri"])
     experiment = client.get_experiment_by_name(EXPERIMENT).experiment_id
-    tfidf = manifests.read_manifest(None, study["plays"]["tfidf", "paper"])["mlflow_run_id"]
+    tfidf = manifests.read_manifest(storage.folder(study["plays"]["tfidf", "paper"]))["mlflow_run_id"]
     with mlflow_server(study["uri"]) as url:
         browser = chromium(args=("--window-size=3200,1200",))
         try:

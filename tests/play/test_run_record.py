@@ -19,7 +19,7 @@ from jobs import play_games
 from tests.conftest import ROOT
 from tests.jobs.jobrun import Finished, chunk_manifests, command, job_env, run_job
 from tests.jobs.test_preflight import EDGES, TITLES, graph
-from wikigame_spark import manifests
+from wikigame_spark import manifests, storage
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, model_digest
 from wikigame_spark.devtools.games import write_games
 from wikigame_spark.play import record
@@ -141,7 +141,7 @@ def test_the_run_record_names_graph_games_agent_model(setup, spark, monkeypatch,
     argv = ["--graph", rel_graph, "--games-dir", s["games"], "--agent", "embedding", "--games", "6"]
     assert play_games.main([*argv, "--run-name", "emb", "--experiment", "rec"]) == 0
     out = f"{s['graph']}/plays/emb"
-    manifest = manifests.read_manifest(spark, out)
+    manifest = manifests.read_manifest(storage.folder(out))
     identity = manifest[record.RUN_IDENTITY]
     with open(f"{s['graph']}/manifest.json") as f:
         graph_sha1 = manifests.manifest_sha1(json.load(f))

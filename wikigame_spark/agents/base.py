@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 
 from wikigame_spark.agents.options import AgentOptions
 from wikigame_spark.agents.traces import TraceTarget
-from wikigame_spark.config import ConfigError, PlayConfig, add_flags, coerce, load_config
+from wikigame_spark.config import ConfigError, add_flags, coerce
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GraphHandle
 
@@ -281,8 +281,3 @@ def _only_default(f: dataclasses.Field, hint: Any, agents: list[str]):
             raise ConfigError(f"{flag} only applies to --agent {' or '.join(agents)}")
 
     return check
-
-
-def load_play_config(yaml_path: str | None = None, overrides: dict | None = None):
-    """The play job's settings with the chosen agent's options (``PlayConfig.agent_options``)."""
-    return load_config(PlayConfig, yaml_path, overrides, nested=nested_options)

@@ -22,14 +22,14 @@ from pyspark import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, StructType
 
-from wikigame_spark import layout, manifests, outputs, parquet, progress
+from wikigame_spark import layout, manifests, outputs, parquet, progress, storage
 from wikigame_spark.agents.devices import task_device
 from wikigame_spark.agents.encoders import DEFAULT, Runtime, load_encoder, runtime_for
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS, SUMMARY_CHARS, WIKIPEDIA
 from wikigame_spark.graph import mapped
 from wikigame_spark.handles import GraphHandle
-from wikigame_spark.layout import CacheDir
+from wikigame_spark.layout import NODES_TABLE, CacheDir
 from wikigame_spark.schemas import ID, NODES, SUMMARY, require_columns
 
 log = logging.getLogger(__name__)
@@ -123,9 +123,10 @@ def ensure_embeddings(
     runtime = runtime_for(model, runtime)
     path = cache_path(cache_dir, model, text_col, prompt_name, runtime)
     created = graph.manifest.get("created")
-    if outputs.current_cache(spark, path, created):
+    cache = storage.folder(path, spark)
+    if outputs.current_cache(cache, created):
         return mapped.ensure_matrix(spark, path)
-    nodes = parquet.read_table(spark, graph.dir.nodes, NODES)
+    nodes = parquet.read_table(spark, graph.folder.sub(NODES_TABLE), NODES)
     count = graph.identity()["nodes"] or nodes.count()
     cores = max(spark.sparkContext.defaultParallelism, 1)
     # Tasks of TEXTS_PER_TASK texts show progress as they finish; TASKS_PER_CORE at most keeps the
@@ -146,9 +147,7 @@ def ensure_embeddings(
     what = f"embedding {count:,} {text_col} texts with {model} ({runtime.backend})"
     log.info("%s in %d tasks: once per graph and model, later runs read the cache", what, n_parts)
     with progress.spark_tasks(spark, what):
-        outputs.write_cache(
-            spark, path, layout.VECTORS, vectors, EMBEDDINGS, lambda: {**manifest, "cost": cost.record()}
-        )
+        outputs.write_cache(cache, layout.VECTORS, vectors, EMBEDDINGS, lambda: {**manifest, "cost": cost.record()})
     log.info("embedded %s of %s with %s into %s", text_col, graph.path, model, path)
     return mapped.ensure_matrix(spark, path)
 
@@ -161,7 +160,7 @@ def cache_cost(spark: SparkSession, matrices: list[str]) -> dict[str, float]:
     (made on a GPU, or before costs were recorded)."""
     cpu_s = core_s = 0.0
     for cache in sorted({CacheDir.of_mapped_matrix(m) for m in matrices}):
-        made = manifests.read_manifest(spark, cache)
+        made = manifests.read_manifest(storage.folder(cache, spark))
         cost = made.get("cost") or {}
         if not cost.get("chars") or cost.get("gpu_texts"):
             return {}

@@ -68,11 +68,11 @@ class LlmOptions(AgentOptions):
 
     PRESETS: ClassVar[dict] = {LLM_WIKIRACE: {"max_titles": 0}}
 
-    base_url: str = option("", "OpenAI-compatible endpoint (default OPENAI_BASE_URL)", plays=False)
+    base_url: str = option("", "OpenAI-compatible endpoint (default OPENAI_BASE_URL)", changes_output=False)
     temperature: float = option(0.0, "sampling temperature (default 0)")
-    timeout: float = option(60.0, "seconds per request (default 60)", plays=False)
-    http_retries: int = option(5, "retries on timeouts/429/5xx, with backoff (default 5)", plays=False)
-    backoff: float = option(1.0, "seconds before the first retry, doubling (default 1)", plays=False)
+    timeout: float = option(60.0, "seconds per request (default 60)", changes_output=False)
+    http_retries: int = option(5, "retries on timeouts/429/5xx, with backoff (default 5)", changes_output=False)
+    backoff: float = option(1.0, "seconds before the first retry, doubling (default 1)", changes_output=False)
     max_tokens: int = option(0, "completion token cap (default: llm 200, reasoning 1024)")
     max_titles: int = option(200, "link titles shown per step (paper: 200, 500 for GPT; 0 = all)")
     max_retries: int = option(4, "follow-ups after a bad answer (paper: 4)")
@@ -80,9 +80,9 @@ class LlmOptions(AgentOptions):
         8,
         "requests in flight at most (default 8; no more than the server's slots: 1 on a local server that "
         "does not say)",
-        plays=False,
+        changes_output=False,
     )
-    response_cache: str = option("", "directory caching replies by request (reruns are free)", plays=False)
+    response_cache: str = option("", "directory caching replies by request (reruns are free)", changes_output=False)
     shuffle_links: bool = option(False, "shuffle titles (position bias)")
     top_k: int = option(0, "offer only the k links most similar to the target (hybrid)")
     embedding_model: str = option("", f"model ranking links for --top-k (default {EmbeddingAgent.default_model})")
@@ -95,11 +95,13 @@ class LlmOptions(AgentOptions):
     )
     length_normalise: bool = option(False, "likelihood: rank titles by mean log-prob per token (default: the sum)")
     no_prefix_reuse: bool = option(
-        False, "the server evaluates every prompt whole, no cached prefix (benchmarks)", plays=False
+        False, "the server evaluates every prompt whole, no cached prefix (benchmarks)", changes_output=False
     )
-    max_server_failures: int = option(3, "games in a row ending no_response that stop the run (0: never)", plays=False)
+    max_server_failures: int = option(
+        3, "games in a row ending no_response that stop the run (0: never)", changes_output=False
+    )
     trace_games: int = option(
-        0, "trace the first N games in MLflow: prompts, replies, tokens, seconds per step", plays=False
+        0, "trace the first N games in MLflow: prompts, replies, tokens, seconds per step", changes_output=False
     )
 
     def validate(self) -> None:

@@ -3,7 +3,7 @@
 Options are declared like every job setting (:func:`wikigame_spark.config.setting`): the default,
 the help of the play job's flag, and whether the option changes the plays (a resumed run must keep
 it) or only how fast they are made. The play job makes a flag group per options class, checks its
-YAML keys against them (:func:`wikigame_spark.agents.base.load_play_config`), and gives the chosen
+YAML keys against them (:func:`wikigame_spark.jobs.play_games.load_play_config`), and gives the chosen
 agent's options to the workers as they are.
 """
 
@@ -35,6 +35,6 @@ class AgentOptions:
         return ()
 
 
-def option(default: Any, help: str, plays: bool = True, choices: tuple | None = None) -> Any:
+def option(default: Any, help: str, changes_output: bool = True, choices: tuple | None = None) -> Any:
     """A field of an :class:`AgentOptions` class: default, flag help, whether it changes the plays."""
-    return setting(default, help, plays=plays, choices=choices)
+    return setting(default, help, changes_output=changes_output, choices=choices)

@@ -22,11 +22,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-from wikigame_spark import layout, manifests, outputs, parquet, preflight
+from wikigame_spark import layout, manifests, outputs, parquet, preflight, storage
 from wikigame_spark.agents.base import Agent, AgentSettings, Choice, StepRequest, register_agent
 from wikigame_spark.agents.options import AgentOptions, option, positive
 from wikigame_spark.handles import GraphHandle
-from wikigame_spark.layout import CacheDir, GraphDir
+from wikigame_spark.layout import NODES_TABLE, CacheDir
 from wikigame_spark.schemas import ID, NODES, SUMMARY
 
 TERM = "term"
@@ -94,8 +94,8 @@ class TfidfOptions(AgentOptions):
 
     def validate(self) -> None:
         positive(self, "tfidf_sample_size")
-        if self.corpus_graph:
-            preflight.require_graph(self.corpus_graph, "--corpus-graph")
+        if self.corpus_graph and preflight.is_local(self.corpus_graph):  # a URI: checked when read
+            preflight.require_graph(storage.folder(self.corpus_graph), "--corpus-graph")
 
 
 @register_agent("tfidf", options=TfidfOptions)
@@ -109,14 +109,16 @@ class TfidfAgent(Agent):
         size = options.tfidf_sample_size
         seed = settings.seed
         cache_dir = settings.cache_dir or graph.cache_dir
-        made = graph.manifest if corpus == graph.path else manifests.read_manifest(spark, corpus)
+        corpus_folder = graph.folder if corpus == graph.path else storage.folder(corpus, spark)
+        made = graph.manifest if corpus == graph.path else manifests.read_manifest(corpus_folder)
         created = made.get("created")
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", corpus.rstrip("/").rsplit("/", 1)[-1])
         path = CacheDir(cache_dir).tfidf(slug, size, seed)
-        done = outputs.current_cache(spark, path, created)
+        cache = storage.folder(path, spark)
+        done = outputs.current_cache(cache, created)
         if done:
             return {"vocab": path, "documents": done["documents"]}
-        vocab, n_docs = fit_idf(parquet.read_table(spark, GraphDir(corpus).nodes, NODES), size, seed)
+        vocab, n_docs = fit_idf(parquet.read_table(spark, corpus_folder.sub(NODES_TABLE), NODES), size, seed)
         manifest = {
             "kind": "tfidf-vocabulary",
             "corpus": corpus,
@@ -125,7 +127,7 @@ class TfidfAgent(Agent):
             "seed": seed,
             "documents": n_docs,
         }
-        outputs.write_cache(spark, path, layout.VOCAB, vocab, VOCAB, manifest)
+        outputs.write_cache(cache, layout.VOCAB, vocab, VOCAB, manifest)
         return {"vocab": path, "documents": n_docs}
 
     def __init__(self, graph, settings, resources) -> None:

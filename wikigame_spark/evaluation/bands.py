@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from wikigame_spark.config import ConfigError
 from wikigame_spark.evaluation import tables
 from wikigame_spark.evaluation.figures import _png, _row_name
 from wikigame_spark.outcomes import SUCCESS
@@ -22,7 +23,29 @@ from wikigame_spark.schemas import OUTCOME, STEPS, require_columns
 
 BAND = "band"
 OTHER = "other"
-COLUMNS = [*tables.GROUP, BAND, tables.GAMES, tables.SUCCESSES]
+COLUMNS = [*tables.GROUP, BAND, tables.N_GAMES, tables.SUCCESSES]
+
+
+def parse_bands(text: str, key: str) -> tuple[tuple[int, int], ...]:
+    """Optimal-length bands like ``3-4,5-6,7-8`` (or ``5``) as sorted inclusive ``(low, high)``
+    pairs; empty for an empty text. ``key`` names the setting in errors."""
+    if not text.strip():
+        return ()
+    bands = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            band = (int(lo), int(hi if sep else lo))
+        except ValueError as e:
+            raise ConfigError(f"{key}: {part.strip()!r} is not a band like 3-4 or 5 (in {text!r})") from e
+        if not 1 <= band[0] <= band[1]:
+            raise ConfigError(f"{key}: band {part.strip()!r} must satisfy 1 <= low <= high")
+        bands.append(band)
+    bands.sort()
+    for i in range(1, len(bands)):
+        if bands[i][0] <= bands[i - 1][1]:
+            raise ConfigError(f"{key}: bands overlap in {text!r}")
+    return tuple(bands)
 
 
 def band_name(band: tuple[int, int]) -> str:
@@ -48,7 +71,7 @@ def band_counts(plays: DataFrame, bands: tuple[tuple[int, int], ...]) -> pd.Data
     counts = (
         plays.groupBy(*tables.GROUP, band_of(bands).alias(BAND))
         .agg(
-            F.count(F.lit(1)).alias(tables.GAMES),
+            F.count(F.lit(1)).alias(tables.N_GAMES),
             F.sum(won.cast("long")).alias(tables.SUCCESSES),
             F.avg(extra).alias("extra_mean"),
             F.stddev_samp(extra).alias("extra_sd"),
@@ -63,7 +86,7 @@ def band_counts(plays: DataFrame, bands: tuple[tuple[int, int], ...]) -> pd.Data
 def band_table(counts: pd.DataFrame) -> pd.DataFrame:
     """Long form, one row per agent, graph and band: Table 4's success rate ± one standard
     deviation and Table 5's mean steps above optimal ± standard error, within the band."""
-    success = tables.success_table(counts).drop(columns=[*tables.GROUP, tables.GAMES, tables.SUCCESSES])
+    success = tables.success_table(counts).drop(columns=[*tables.GROUP, tables.N_GAMES, tables.SUCCESSES])
     steps = tables.steps_table(counts).drop(columns=[*tables.GROUP, tables.SUCCESSES])
     return pd.concat([counts[COLUMNS], success, steps], axis=1)
 
@@ -76,7 +99,7 @@ def band_order(table: pd.DataFrame) -> list[str]:
 def success_cell(r) -> str:
     """``p ± σ [Wilson 95 %] (games)``, as Table 4 with the band's games."""
     interval = tables.format_interval(r["wilson_low"], r["wilson_high"])
-    return f"{tables.format_pm(r['success_rate'], r['success_rate_sd'])} {interval} ({r[tables.GAMES]})"
+    return f"{tables.format_pm(r['success_rate'], r['success_rate_sd'])} {interval} ({r[tables.N_GAMES]})"
 
 
 def steps_cell(r) -> str:

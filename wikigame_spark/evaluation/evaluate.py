@@ -143,7 +143,7 @@ class Evaluation:
 
     def metrics(self) -> dict[str, float]:
         """Flat per-group numbers for the report's MLflow run."""
-        out = {"runs": float(len(self.runs)), "games": float(self.success[tables.GAMES].sum())}
+        out = {"runs": float(len(self.runs)), "games": float(self.success[tables.N_GAMES].sum())}
         for _, r in self.success.iterrows():
             key = metric_key(r[tables.LABEL], r[tables.GRAPH])
             out[f"success_rate.{key}"] = r["success_rate"]
@@ -189,10 +189,10 @@ def evaluate(
     labels, graphs = tables.label_order(success), tables.graph_order(success)
     steps = tables.steps_table(players(agg.groups))
     outcomes = tables.outcome_table(players(agg.outcomes))
-    games = {(r[tables.LABEL], r[tables.GRAPH]): int(r[tables.GAMES]) for _, r in agg.groups.iterrows()}
+    games = {(r[tables.LABEL], r[tables.GRAPH]): int(r[tables.N_GAMES]) for _, r in agg.groups.iterrows()}
     humans = {r.label for r in runs if r.agent == HUMAN}
     fits = fit_groups(players(agg.extra), games, humans, human_cutoff, human_mode)
-    per_run = agg.per_run.set_index(tables.RUN_ID)[tables.GAMES].to_dict()
+    per_run = agg.per_run.set_index(tables.RUN_ID)[tables.N_GAMES].to_dict()
     run_rows = [
         {
             "run_name": r.run_name,
@@ -259,7 +259,7 @@ def embedding_cost_table(runs: Sequence[ReportRun], success: pd.DataFrame) -> pd
         columns=[tables.LABEL, tables.GRAPH, COST],
     )
     costs = costs.groupby([tables.LABEL, tables.GRAPH], as_index=False)[COST].mean()
-    columns = [tables.LABEL, tables.GRAPH, tables.GAMES, "success_rate", "success_rate_sd"]
+    columns = [tables.LABEL, tables.GRAPH, tables.N_GAMES, "success_rate", "success_rate_sd"]
     return success[columns].merge(costs, on=[tables.LABEL, tables.GRAPH])
 
 
@@ -339,9 +339,9 @@ def plumbing_table(outcomes: pd.DataFrame) -> pd.DataFrame:
     if outcomes.empty:
         return pd.DataFrame()
     table = outcomes.pivot_table(
-        index=tables.GROUP, columns="outcome", values=tables.GAMES, fill_value=0, aggfunc="sum"
+        index=tables.GROUP, columns="outcome", values=tables.N_GAMES, fill_value=0, aggfunc="sum"
     )
-    table.insert(0, tables.GAMES, table.sum(axis=1))
+    table.insert(0, tables.N_GAMES, table.sum(axis=1))
     table = table.reset_index().rename(columns={tables.LABEL: "agent"})
     table.columns.name = None
     return table

@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator
 
 from wikigame_spark.document import rounded
 from wikigame_spark.evaluation.fits import StepFits, expected_fractions
-from wikigame_spark.evaluation.tables import EXTRA, GAMES, GRAPH, LABEL, LIMIT
+from wikigame_spark.evaluation.tables import EXTRA, GRAPH, LABEL, LIMIT, N_GAMES
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
 from wikigame_spark.outcomes import SUCCESS
 
@@ -106,7 +106,7 @@ def success_by_agent(success: pd.DataFrame, labels: list[str], graphs: list[str]
     ax.hlines(y - 0.3, rows["wilson_low"], rows["wilson_high"], color="black", linewidth=2, label="95 % Wilson")
     for yi, (_, r) in zip(y, rows.iterrows()):
         ax.text(
-            1.02, yi, f"{rounded(r['success_rate'])} (n={r[GAMES]})", va="center", transform=ax.get_yaxis_transform()
+            1.02, yi, f"{rounded(r['success_rate'])} (n={r[N_GAMES]})", va="center", transform=ax.get_yaxis_transform()
         )
     ax.set_yticks(y, names)
     ax.set_xlim(0, 1)
@@ -180,7 +180,7 @@ def steps_histogram(label: str, graph: str, counts: pd.DataFrame, fit: StepFits)
     """Fig 3A–C: the steps above optimal of one agent's successful games, and the counts the
     fits expect (each game's distribution truncated at its own limit, or at the human cutoff)."""
     x = counts[EXTRA].to_numpy(int)
-    w = counts[GAMES].to_numpy(float)
+    w = counts[N_GAMES].to_numpy(float)
     top = int(x.max()) if x.size else 0
     xs = np.arange(top + 1)
     observed = np.bincount(x, weights=w, minlength=top + 1) if x.size else np.zeros(1)

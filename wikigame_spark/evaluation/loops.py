@@ -82,7 +82,7 @@ def loop_counts(plays: DataFrame) -> pd.DataFrame:
     counts = (
         games.groupBy(*tables.GROUP)
         .agg(
-            F.count(F.lit(1)).alias(tables.GAMES),
+            F.count(F.lit(1)).alias(tables.N_GAMES),
             count(revisited).alias("revisiting"),
             F.sum(REVISITS).alias(REVISITS),
             count(F.col(OUTCOME) == F.lit(LOOP)).alias("loops"),
@@ -104,7 +104,7 @@ def _rate(k: pd.Series, n: pd.Series) -> tuple[pd.Series, pd.Series]:
 
 def _rarer_after_revisit(r) -> float:
     """One-sided Fisher exact p-value that success is rarer after a revisit; NaN when a side is empty."""
-    after, without = r["revisiting"], r[tables.GAMES] - r["revisiting"]
+    after, without = r["revisiting"], r[tables.N_GAMES] - r["revisiting"]
     if after == 0 or without == 0:
         return float("nan")
     ka, kw = r["successes_after_revisit"], r["successes_without_revisit"]
@@ -114,7 +114,7 @@ def _rarer_after_revisit(r) -> float:
 def loop_table(counts: pd.DataFrame) -> pd.DataFrame:
     """Long form: the counts plus the shares, rates and the test, per agent and graph."""
     out = counts.copy()
-    games = out[tables.GAMES]
+    games = out[tables.N_GAMES]
     out["revisit_share"], out["revisit_share_sd"] = _rate(out["revisiting"], games)
     out["revisits_per_game"] = out[REVISITS] / games.astype(float)
     out["loop_share"], out["loop_share_sd"] = _rate(out["loops"], games)
@@ -139,7 +139,7 @@ def loop_display(table: pd.DataFrame, labels: list[str], graphs: list[str]) -> p
                     {"agent": label}
                     | ({"graph": graph} if len(graphs) > 1 else {})
                     | {
-                        "games": r[tables.GAMES],
+                        "games": r[tables.N_GAMES],
                         "revisit a page": pm(r["revisit_share"], r["revisit_share_sd"]),
                         "revisits per game": tables.rounded(r["revisits_per_game"]),
                         "ended by loop": pm(r["loop_share"], r["loop_share_sd"]),

@@ -20,13 +20,14 @@ from collections.abc import Sequence
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from wikigame_spark import layout, manifests, outputs, parquet
+from wikigame_spark import layout, manifests, outputs, parquet, storage
 from wikigame_spark.evaluation.tables import GAMES_SET
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.profiles import DISTANCES, GAME_ID, PROFILES, ProfileGraph, degree_strata
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import GraphDir
 from wikigame_spark.play import record
-from wikigame_spark.storage import Storage
+from wikigame_spark.storage import Folder
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +54,8 @@ def cache_path(graph_dir: str, games: str, run_id: str) -> str:
     )
 
 
-def _made_from(spark: SparkSession, graph_dir: str, run, games: str) -> dict:
-    return {
-        "graph_manifest_sha1": manifests.manifest_sha1(manifests.read_manifest(spark, graph_dir)),
-        GAMES_SET: games,
-        "run_id": run.run_id,
-    }
+def _made_from(graph: GraphHandle, run, games: str) -> dict:
+    return {"graph_manifest_sha1": graph.sha1, GAMES_SET: games, "run_id": run.run_id}
 
 
 def _strata(values, quantiles: int, what: str):
@@ -82,15 +79,19 @@ def profiled_plays(
     parts, notes = [], []
     for graph_dir, group in sorted(by_graph.items()):
         names = ", ".join(r.run_name for r in group)
-        if not graph_dir or not Storage(spark).exists(layout.manifest(graph_dir)):
+        try:
+            handle = GraphHandle.open(graph_dir, spark) if graph_dir else None
+        except FileNotFoundError:
+            handle = None
+        if handle is None:
             notes.append(
                 f"distance profiles: the graph of run(s) {names} ({graph_dir or 'not recorded'}) is not readable"
             )
             continue
-        graph = ProfileGraph.from_mapped(mapped.mapped_graph(mapped.ensure_graph(spark, graph_dir)))
+        graph = ProfileGraph.from_mapped(mapped.mapped_graph(mapped.ensure_graph(spark, handle)))
         ids = {r.run_id for r in group}
         mine = frame[frame["run_id"].isin(ids)].copy()
-        mine[DISTANCES] = _profiles(spark, graph, graph_dir, group, mine, method)
+        mine[DISTANCES] = _profiles(spark, graph, handle, group, mine, method)
         in_strata, in_names = _strata(graph.in_degree, quantiles, "in-links")
         out_strata, out_names = _strata(graph.out_degree, quantiles, "links")
         mine[TARGET_STRATUM] = [in_names[s] for s in in_strata[graph.positions(mine["target"].to_numpy())]]
@@ -102,7 +103,7 @@ def profiled_plays(
 
 
 def _profiles(
-    spark: SparkSession, graph: ProfileGraph, graph_dir: str, runs: Sequence, plays: pd.DataFrame, method: str
+    spark: SparkSession, graph: ProfileGraph, handle: GraphHandle, runs: Sequence, plays: pd.DataFrame, method: str
 ):
     """Each play's profile (aligned with ``plays``): cached ones read, the rest computed in one go
     and cached per run."""
@@ -110,35 +111,35 @@ def _profiles(
     todo = []
     for run in runs:
         games = games_set(run.params)
-        path = cache_path(graph_dir, games, run.run_id)
-        made_from = _made_from(spark, graph_dir, run, games)
+        cache = storage.folder(cache_path(handle.path, games, run.run_id), spark)
+        made_from = _made_from(handle, run, games)
         rows = plays["run_id"] == run.run_id
-        cached = _read(spark, path, made_from)
+        cached = _read(spark, cache, made_from)
         if cached is not None and set(cached) >= set(plays.loc[rows, "game_id"]):
             out[rows] = plays.loc[rows, "game_id"].map(cached)
         else:
-            todo.append((run, path, made_from, rows))
+            todo.append((run, cache, made_from, rows))
     if todo:
         rows = pd.concat([r for *_, r in todo], axis=1).any(axis=1)
         sub = plays[rows]
         found = graph.profiles(sub["target"].to_numpy(), list(sub["route"]), method=method)
         out[rows] = pd.Series([p.tolist() for p in found], index=sub.index, dtype=object)
-        for run, path, made_from, r in todo:
+        for run, cache, made_from, r in todo:
             table = pd.DataFrame({GAME_ID: plays.loc[r, "game_id"].astype("int64"), DISTANCES: out[r]})
             df = spark.createDataFrame(table, PROFILES).coalesce(1)
             outputs.write_cache(
-                spark, path, PROFILE_TABLE, df, PROFILES, {"kind": "distance_profiles", "made_from": made_from}
+                cache, PROFILE_TABLE, df, PROFILES, {"kind": "distance_profiles", "made_from": made_from}
             )
-            log.info("distance profiles of run %s (%d plays) cached at %s", run.run_name, int(r.sum()), path)
+            log.info("distance profiles of run %s (%d plays) cached at %s", run.run_name, int(r.sum()), cache.root)
     return out
 
 
-def _read(spark: SparkSession, path: str, made_from: dict) -> dict | None:
+def _read(spark: SparkSession, cache: Folder, made_from: dict) -> dict | None:
     try:
-        manifest = manifests.read_manifest(spark, path)
+        manifest = manifests.read_manifest(cache)
     except FileNotFoundError:
         return None
     if manifest.get("made_from") != made_from:
         return None
-    table = parquet.read_table(spark, layout.join(path, PROFILE_TABLE), PROFILES).toPandas()
+    table = parquet.read_table(spark, cache.sub(PROFILE_TABLE), PROFILES).toPandas()
     return {int(g): [int(v) for v in d] for g, d in zip(table[GAME_ID], table[DISTANCES])}

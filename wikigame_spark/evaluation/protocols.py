@@ -8,12 +8,9 @@ table with an ``agent`` column gets a ``protocol`` column when runs of both prot
 
 from __future__ import annotations
 
-import dataclasses
-
 import pandas as pd
 
 from wikigame_spark import protocols
-from wikigame_spark.config import PlayConfig
 from wikigame_spark.protocols import PAPER
 
 PROTOCOL = "protocol"
@@ -24,9 +21,8 @@ def run_protocol(params: dict) -> str:
 
 
 def protocol_defaults(protocol: str) -> dict:
-    """The play settings a protocol starts from (the dataclass defaults, then its preset)."""
-    defaults = {f.name: f.default for f in dataclasses.fields(PlayConfig)}
-    return {**defaults, **protocols.preset(PlayConfig, protocol)}
+    """The rules of play a protocol sets (:data:`~wikigame_spark.protocols.PLAY_RULES`)."""
+    return protocols.PLAY_RULES.get(protocol, protocols.PLAY_RULES[PAPER])
 
 
 def label_suffix(params: dict) -> str:

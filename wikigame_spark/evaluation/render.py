@@ -17,7 +17,7 @@ import tempfile
 
 import pandas as pd
 
-from wikigame_spark import layout, manifests, outputs
+from wikigame_spark import layout, manifests, outputs, storage
 from wikigame_spark.document import Document, fmt
 from wikigame_spark.evaluation import bands, figures, loops, protocols, routes, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
@@ -99,7 +99,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     doc = _Report(ev.protocols)
     title = f"Wikipedia Game report — {experiment}"
     doc.heading(title, 1)
-    games = int(ev.success[tables.GAMES].sum())
+    games = int(ev.success[tables.N_GAMES].sum())
     doc.para(
         f"{_count(len(ev.runs), 'play run')}, {_count(games, 'game')}, {_count(len(labels), 'agent')} "
         f"on {_count(len(graphs), 'graph')}. "
@@ -298,5 +298,5 @@ def log_artifacts(files: dict[str, bytes]) -> None:
     import mlflow
 
     with tempfile.TemporaryDirectory() as tmp:
-        outputs.write_files(None, files, tmp)
+        outputs.write_files(storage.folder(tmp), files)
         mlflow.log_artifacts(tmp)

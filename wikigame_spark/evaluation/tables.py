@@ -29,9 +29,9 @@ MAX_STEPS = "max_steps"  # the run's step limit; null when there is none (human 
 GROUP = [LABEL, GRAPH]
 EXTRA = "extra_steps"
 LIMIT = "limit"  # the largest extra a game could succeed with: max_steps − optimal_steps
-GAMES = "games"  # the games the server answered: a success rate's denominator
+N_GAMES = "games"  # the games the server answered: a success rate's denominator
 SUCCESSES = "successes"
-UNANSWERED = "unanswered"  # games ending in a server failure (no_response), left out of GAMES
+UNANSWERED = "unanswered"  # games ending in a server failure (no_response), left out of N_GAMES
 
 # What the report adds to PLAYS rows before they get here.
 LABELLED_COLUMNS = [LABEL, GRAPH, RUN_ID, MAX_STEPS, AGENT, MODEL, OUTCOME, STEPS, "optimal_steps"]
@@ -63,7 +63,7 @@ def aggregate(plays: DataFrame) -> Aggregates:
             plays.groupBy(*GROUP)
             .agg(
                 F.countDistinct(RUN_ID).alias("runs"),
-                F.count(F.when(answered(), 1)).alias(GAMES),
+                F.count(F.when(answered(), 1)).alias(N_GAMES),
                 F.count(F.when(~answered(), 1)).alias(UNANSWERED),
                 F.sum(won.cast("long")).alias(SUCCESSES),
                 F.avg(F.when(won, extra)).alias("extra_mean"),
@@ -72,15 +72,15 @@ def aggregate(plays: DataFrame) -> Aggregates:
             )
             .toPandas()
         )
-        outcomes = plays.groupBy(*GROUP, OUTCOME).agg(F.count(F.lit(1)).alias(GAMES)).toPandas()
+        outcomes = plays.groupBy(*GROUP, OUTCOME).agg(F.count(F.lit(1)).alias(N_GAMES)).toPandas()
         counts = (
             plays.filter(won)
             .select(*GROUP, extra.alias(EXTRA), (F.col(MAX_STEPS) - F.col("optimal_steps")).alias(LIMIT))
             .groupBy(*GROUP, EXTRA, LIMIT)
-            .agg(F.count(F.lit(1)).alias(GAMES))
+            .agg(F.count(F.lit(1)).alias(N_GAMES))
             .toPandas()
         )
-        per_run = plays.groupBy(RUN_ID).agg(F.count(F.lit(1)).alias(GAMES)).toPandas()
+        per_run = plays.groupBy(RUN_ID).agg(F.count(F.lit(1)).alias(N_GAMES)).toPandas()
     finally:
         plays.unpersist()
     counts[LIMIT] = counts[LIMIT].astype(float)
@@ -110,8 +110,8 @@ def wilson_interval(successes, games, z: float = Z95) -> tuple[np.ndarray, np.nd
 def success_table(groups: pd.DataFrame) -> pd.DataFrame:
     """Table 4, long form: success rate p ± √(p(1−p)/n) per agent and graph (the paper's σ), and
     the 95 % Wilson interval beside it."""
-    out = groups[[*GROUP, GAMES, SUCCESSES]].copy()
-    n = out[GAMES].astype(float)
+    out = groups[[*GROUP, N_GAMES, SUCCESSES]].copy()
+    n = out[N_GAMES].astype(float)
     p = out[SUCCESSES].astype(float) / n
     out["success_rate"] = p
     out["success_rate_sd"] = np.sqrt(p * (1 - p) / n)
@@ -132,8 +132,8 @@ def steps_table(groups: pd.DataFrame) -> pd.DataFrame:
 def outcome_table(outcomes: pd.DataFrame) -> pd.DataFrame:
     """Figures 15–17, long form: the fraction of each group's games ending with each outcome."""
     out = outcomes.copy()
-    totals = out.groupby(GROUP)[GAMES].transform("sum")
-    out["fraction"] = out[GAMES] / totals
+    totals = out.groupby(GROUP)[N_GAMES].transform("sum")
+    out["fraction"] = out[N_GAMES] / totals
     return out
 
 
@@ -141,7 +141,7 @@ def loss_table(outcomes: pd.DataFrame, labels: list[str], graphs: list[str]) -> 
     """Each group's games split into won, lost to formatting (no usable answer), lost to navigation
     (valid moves that never arrived) and other (the server, a person): fractions of its games."""
     share = lambda kinds: outcomes[outcomes[OUTCOME].isin(kinds)].groupby(GROUP)["fraction"].sum()  # noqa: E731
-    table = outcomes.groupby(GROUP)[GAMES].sum().to_frame()
+    table = outcomes.groupby(GROUP)[N_GAMES].sum().to_frame()
     for name, kinds in (("success", (SUCCESS,)), ("formatting", FORMATTING), ("navigation", NAVIGATION)):
         table[name] = share(kinds).reindex(table.index, fill_value=0.0)
     table["other"] = (1 - table[["success", "formatting", "navigation"]].sum(axis=1)).clip(lower=0.0)
@@ -157,7 +157,7 @@ def label_order(success: pd.DataFrame) -> list[str]:
 
 def graph_order(success: pd.DataFrame) -> list[str]:
     """Graphs with the most games first."""
-    return list(success.groupby(GRAPH)[GAMES].sum().sort_values(ascending=False, kind="stable").index)
+    return list(success.groupby(GRAPH)[N_GAMES].sum().sort_values(ascending=False, kind="stable").index)
 
 
 def format_pm(value: float, error: float, digits: int = 2) -> str:

@@ -16,6 +16,7 @@ from pyspark.sql.types import StructField, StructType
 
 from wikigame_spark import parquet
 from wikigame_spark.handles import GraphHandle
+from wikigame_spark.layout import EDGES_TABLE, NODES_TABLE
 from wikigame_spark.schemas import DST, EDGES, ID, NODES, SRC, require_columns
 
 GRAPHFRAME_CLASS = "org.graphframes.GraphFrame"
@@ -64,7 +65,7 @@ def read_graph(spark: SparkSession, graph: GraphHandle | str) -> Graph:
     if isinstance(graph, str):
         graph = GraphHandle.open(graph, spark)
     nodes_path = graph.dir.nodes
-    found = spark.read.parquet(nodes_path).schema
+    found = parquet.read_files(spark, [nodes_path]).schema
     missing = [f.name for f in NODES.fields if f.name not in found.fieldNames()]
     if missing:
         raise ValueError(
@@ -75,8 +76,8 @@ def read_graph(spark: SparkSession, graph: GraphHandle | str) -> Graph:
     # (the source's key, e.g. page_id or work_id, and columns such as language).
     contract = {f.name: f for f in NODES.fields}
     fields = [contract.get(f.name, StructField(f.name, f.dataType, True)) for f in found.fields]
-    nodes = parquet.read_table(spark, nodes_path, StructType(fields))
-    edges = parquet.read_table(spark, graph.dir.edges, EDGES)
+    nodes = parquet.read_table(spark, graph.folder.sub(NODES_TABLE), StructType(fields))
+    edges = parquet.read_table(spark, graph.folder.sub(EDGES_TABLE), EDGES)
     return Graph(handle=graph, nodes=nodes, edges=edges)
 
 

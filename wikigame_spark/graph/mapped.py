@@ -48,7 +48,6 @@ from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import CacheDir, GraphDir
 from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TITLE
-from wikigame_spark.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -239,8 +238,9 @@ def ensure_folder(spark: SparkSession, uri: str, made_from: dict, build: Callabl
     if done:
         return done
     with contextlib.ExitStack() as stack:
-        staging = stack.enter_context(outputs.staged_output(spark, uri, overwrite=True))
-        local = _local(staging) if _is_local(staging) else stack.enter_context(tempfile.TemporaryDirectory())
+        staging = stack.enter_context(outputs.staged_output(storage.folder(uri, spark), overwrite=True))
+        on_disk = staging.local_disk()
+        local = on_disk or stack.enter_context(tempfile.TemporaryDirectory())
         os.makedirs(local, exist_ok=True)
         counts = build(local)
         files = {
@@ -251,17 +251,10 @@ def ensure_folder(spark: SparkSession, uri: str, made_from: dict, build: Callabl
             for name in sorted(os.listdir(local))
         }
         manifest = {"kind": "mapped", "version": VERSION, "made_from": made_from, "files": files, **counts}
-        if not _is_local(staging):
-            fs, _ = Storage(spark).hadoop(staging)
-            jvm = spark.sparkContext._jvm
+        if on_disk is None:
             for name in files:
-                fs.copyFromLocalFile(
-                    False,
-                    True,
-                    jvm.org.apache.hadoop.fs.Path(f"file://{local}/{name}"),
-                    jvm.org.apache.hadoop.fs.Path(layout.join(staging, name)),
-                )
-        manifests.write_json(spark, layout.manifest(staging), {**manifest, "code_version": manifests.code_version()})
+                staging.upload(f"{local}/{name}", name)
+        manifests.write_manifest(staging, {**manifest, "code_version": manifests.code_version()})
     log.info("mapped files of %s written to %s (%d bytes)", made_from, uri, sum(f["bytes"] for f in files.values()))
     return _read_manifest(uri)
 
@@ -283,7 +276,7 @@ def ensure_matrix(spark: SparkSession, cache_path: str) -> str:
     uri = CacheDir.mapped_matrix(cache_path)
     made_from = {
         "cache": cache_path,
-        "cache_manifest_sha1": manifests.manifest_sha1(manifests.read_manifest(spark, cache_path)),
+        "cache_manifest_sha1": manifests.manifest_sha1(manifests.read_manifest(storage.folder(cache_path, spark))),
     }
     ensure_folder(spark, uri, made_from, lambda folder: build_matrix_file(CacheDir.vectors(cache_path), folder))
     return uri

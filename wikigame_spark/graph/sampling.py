@@ -17,13 +17,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wikigame_spark.config import SampleGamesConfig
 from wikigame_spark.drops import Drops
 from wikigame_spark.graph.distances import PairDistances, pair_distances
 from wikigame_spark.graph.profiles import degree_strata
@@ -257,11 +257,12 @@ def degree_strata_of(nodes: DataFrame, edges: DataFrame, quantiles: int) -> Degr
 def sample_games(
     nodes: DataFrame,
     edges: DataFrame,
-    cfg: SampleGamesConfig,
+    cfg: Any,
     graph_dir: str | None = None,
     degree_quantiles: int = 0,
 ) -> SampledGames:
-    """``cfg.games`` games on the graph ``nodes``/``edges`` (see the module doc for the rules);
+    """``cfg.games`` games on the graph ``nodes``/``edges`` (see the module doc for the rules;
+    ``cfg``: the sample_games job's settings, :class:`~wikigame_spark.jobs.sample_games.SampleGamesConfig`);
     ``graph_dir``, the directory they were read from, lets the local method map its files.
 
     ``degree_quantiles`` k ≥ 2 shares the games equally among the k × k cells of the target's

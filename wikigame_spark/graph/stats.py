@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import io as _io
 import logging
+from typing import Any
 
 import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wikigame_spark.config import GraphStatsConfig
 from wikigame_spark.graph import frame
 from wikigame_spark.graph.distances import PairDistances, pair_distances
 from wikigame_spark.graph.reach import UNREACHABLE_REASONS
@@ -144,10 +144,9 @@ def components(oracle: PairDistances, nodes: int) -> dict:
     return out
 
 
-def graph_stats(
-    nodes: DataFrame, edges: DataFrame, cfg: GraphStatsConfig, graph_dir: GraphHandle | str | None = None
-) -> dict:
+def graph_stats(nodes: DataFrame, edges: DataFrame, cfg: Any, graph_dir: GraphHandle | str | None = None) -> dict:
     """Table 1, components and Figure 1B for a graph; the oracle's method is recorded with the curve.
+    ``cfg``: the graph_stats job's settings (:class:`~wikigame_spark.jobs.graph_stats.GraphStatsConfig`).
     ``graph_dir``, the directory the tables were read from, lets the local method map its files."""
     oracle = pair_distances(
         nodes, edges, None, cfg.method, False, cfg.bfs_batch_pairs, graph_dir, cfg.cache_dir or None

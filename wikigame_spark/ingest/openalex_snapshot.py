@@ -29,6 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegralType, MapType, StringType, StructType
 
+from wikigame_spark import parquet
 from wikigame_spark.schemas import CORRUPT_RECORD, OPENALEX_RAW, OPENALEX_WORK, SOURCE_FILE
 from wikigame_spark.stores import HadoopStore, open_store
 
@@ -324,7 +325,7 @@ def _parquet_columns(spark: SparkSession, first_file: str) -> tuple[StructType, 
     The needed columns are read with the types the files declare (from one footer) and cast to
     :data:`OPENALEX_WORK`, so a date stored as DATE or an abstract stored as JSON text still loads.
     """
-    declared = {f.name: f for f in spark.read.parquet(first_file).schema.fields}
+    declared = {f.name: f for f in parquet.read_files(spark, [first_file]).schema.fields}
     read_fields, columns = [], []
     for want in OPENALEX_WORK.fields:
         have = declared.get(want.name)
@@ -360,7 +361,7 @@ def read_works(spark: SparkSession, plan: SnapshotPlan) -> DataFrame:
     paths = [f.path for f in plan.files]
     if plan.format == "parquet":
         schema, columns = _parquet_columns(spark, paths[0])
-        df = spark.read.schema(schema).parquet(*paths)
+        df = parquet.read_files(spark, paths, schema)
         return df.select(
             *columns, F.lit(None).cast("string").alias(CORRUPT_RECORD), _file_key_column().alias(SOURCE_FILE)
         )

@@ -6,8 +6,11 @@ Each field's graph goes to OUTPUT/<field-slug>/, e.g. OUTPUT/physics-and-astrono
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from wikigame_spark import cli, layout, parquet
-from wikigame_spark.config import ConfigError, OpenAlexBuildConfig
+from wikigame_spark.config import OVERWRITE_HELP, ConfigError, setting
 from wikigame_spark.ingest.openalex import build_graphs, check_graphs, classified_works, snapshot_has_topics
 from wikigame_spark.ingest.openalex_records import FIELDS, field_slug
 from wikigame_spark.ingest.openalex_snapshot import check_record_counts, plan_snapshot
@@ -15,6 +18,41 @@ from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import EDGES, OPENALEX_NODES
 from wikigame_spark.storage import spark_uri
 from wikigame_spark.stores import S3Store, configure_s3a, open_store
+
+
+@dataclass(frozen=True)
+class OpenAlexBuildConfig:
+    """``jobs/build_openalex.py``: an OpenAlex works snapshot → one citation graph per field."""
+
+    input: str = setting(
+        "",
+        "one snapshot: its folder (every part file under it) or one file, s3://bucket/prefix, or a Hadoop URI",
+        required=True,
+    )
+    fields: tuple[str, ...] = setting(
+        (), "primary-topic field, e.g. Medicine (repeat or list)", required=True, flag="--field"
+    )
+    output: str = setting("", "folder of the field graphs, one per field under it", required=True)
+    language: str = setting(
+        "",
+        "language code recorded per node (nodes are not filtered; sample_games --target-language picks targets by it)",
+    )
+    endpoint_url: str = setting("", "S3-compatible endpoint other than AWS (path-style addressing)")
+    format: str = setting(
+        "auto", "which copy of the snapshot to read (auto: Parquet when present)", choices=("auto", "parquet", "jsonl")
+    )
+    allow_partial: bool = setting(False, "warn, not fail, on a snapshot whose files differ from its manifest")
+    include_xpac: bool = setting(False, "keep XPAC works (is_xpac)")
+    allow_empty: bool = setting(False, "write field graphs without nodes instead of failing")
+    overwrite: bool = setting(False, OVERWRITE_HELP)
+
+    def validate(self) -> None:
+        if len(set(self.fields)) != len(self.fields):
+            raise ConfigError(f"--field: {list(self.fields)} names a field twice")
+        if self.language and not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)*", self.language):
+            raise ConfigError(f"--language: {self.language!r} is not a language code such as 'en'")
+        if self.endpoint_url and not re.match(r"https?://", self.endpoint_url):
+            raise ConfigError(f"--endpoint-url: {self.endpoint_url!r} must start with http:// or https://")
 
 
 def check_fields(s: OpenAlexBuildConfig) -> None:
@@ -59,8 +97,8 @@ def build(ctx: Context) -> Result:
         f["records_read"] = result.per_file.get(f["key"], 0)
     manifests, written = {}, []
     for field, graph in result.graphs.items():
-        tables = {layout.NODES: (graph.nodes, OPENALEX_NODES), layout.EDGES: (graph.edges, EDGES)}
-        parquet.write_tables(spark, ctx.stage(field), tables)
+        tables = {layout.NODES_TABLE: (graph.nodes, OPENALEX_NODES), layout.EDGES_TABLE: (graph.edges, EDGES)}
+        parquet.write_tables(ctx.stage(field), tables)
         manifests[field] = {
             "kind": KIND,
             "field": field,

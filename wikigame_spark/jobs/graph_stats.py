@@ -2,16 +2,41 @@
 
 from __future__ import annotations
 
-from wikigame_spark import manifests, tracking
-from wikigame_spark.config import GraphStatsConfig
+from dataclasses import dataclass
+
+from wikigame_spark import tracking
+from wikigame_spark.config import EXPERIMENT_HELP, OVERWRITE_HELP, SEED_HELP, check_seed, positive, setting
+from wikigame_spark.graph import distances
 from wikigame_spark.graph.frame import read_graph
 from wikigame_spark.graph.stats import graph_stats, plot_reach, render
 from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
-from wikigame_spark.storage import Storage
 
 STATS_JSON = "stats.json"
 REACH_PNG = "reachability.png"
 KIND = "graph-stats"
+
+
+@dataclass(frozen=True)
+class GraphStatsConfig:
+    """``jobs/graph_stats.py``: the paper's Table 1 row and Figure 1B for one graph."""
+
+    graph: str = setting("", "graph folder (nodes/, edges/, manifest.json)", required=True)
+    output: str = setting("", "statistics folder (default GRAPH/stats)")
+    pairs: int = setting(1000, "random pairs for the reachability curve")
+    seed: int = setting(0, SEED_HELP)
+    method: str = setting(
+        "auto", "distance method (auto: local when the graph fits the driver)", choices=distances.METHODS
+    )
+    bfs_batch_pairs: int = setting(8192, "graphframes method: pairs searched together", changes_output=False)
+    cache_dir: str = setting(
+        "", "where the local method's mapped graph files are made (default GRAPH/cache)", changes_output=False
+    )
+    experiment: str = setting("", EXPERIMENT_HELP)
+    overwrite: bool = setting(False, OVERWRITE_HELP)
+
+    def validate(self) -> None:
+        positive(self, "pairs", "bfs_batch_pairs")
+        check_seed(self)
 
 
 def stats(ctx: Context) -> Result:
@@ -20,12 +45,12 @@ def stats(ctx: Context) -> Result:
     graph = read_graph(ctx.spark, handle)
     found = graph_stats(graph.nodes, graph.edges, s, graph.handle)
     png = plot_reach(found["reachability"], f"{handle.name}: reachable within k steps")
-    report = {"kind": KIND, **found, "graph": handle.identity(), **ctx.made_by()}
+    report = {"kind": KIND, **found, "graph": handle.identity(), **ctx.provenance()}
     pages = render(report, f"Graph statistics: {handle.name}", png, REACH_PNG)
     staging = ctx.stage()
-    manifests.write_json(ctx.spark, f"{staging}/{STATS_JSON}", report)
+    staging.write_json(STATS_JSON, report)
     for name, content in {REACH_PNG: png, **pages}.items():
-        Storage(ctx.spark).write(f"{staging}/{name}", content)
+        staging.write(name, content)
         tracking.log_bytes(content, name)
     tracking.log_json(report, STATS_JSON)
     t, c, curve = found["table1"], found["components"], found["reachability"]

@@ -8,8 +8,11 @@ human, model = the player's name) and to an MLflow run, as play_games runs do.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from wikigame_spark import preflight
-from wikigame_spark.config import ConfigError, HumanPlayConfig
+from wikigame_spark.config import EXPERIMENT_HELP, ConfigError, non_negative, positive, setting
 from wikigame_spark.human import run as human_run
 from wikigame_spark.human.app import create_app
 from wikigame_spark.human.arena import Arena
@@ -17,7 +20,32 @@ from wikigame_spark.human.server import serve
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.layout import JOURNAL
 from wikigame_spark.play import record
+from wikigame_spark.protocols import PAPER, PLAY_RULES
 from wikigame_spark.runner import Context, Input, InputKind, Job, NothingMade, Output, Result
+
+_HUMAN_RUN_NAME = re.compile(r"[\w][\w.-]{0,99}")
+
+
+@dataclass(frozen=True)
+class HumanPlayConfig:
+    """``jobs/human_play.py``: people play the games in the browser; their games become a play run."""
+
+    graph: str = setting("", "graph folder (nodes, edges; its games by default), on local disk", required=True)
+    games_dir: str = setting("", "games folder (default GRAPH/games)")
+    host: str = setting("127.0.0.1", "address to listen on")
+    port: int = setting(8050, "port to listen on")
+    time_limit: float = setting(600.0, "seconds per game, 0 for none")
+    max_steps: int = setting(PLAY_RULES[PAPER]["max_steps"], "step limit, as for agents")
+    experiment: str = setting("", EXPERIMENT_HELP)
+    run_name: str = setting("human-play", "run name; the same name resumes the run")
+
+    def validate(self) -> None:
+        if not _HUMAN_RUN_NAME.fullmatch(self.run_name):
+            raise ConfigError(f"--run-name {self.run_name!r}: letters, digits, . - _ only (it names a folder)")
+        if not 0 < self.port < 65536:
+            raise ConfigError(f"--port {self.port}: not a port (1-65535)")
+        non_negative(self, "time_limit")
+        positive(self, "max_steps")
 
 
 def local_graph(s: HumanPlayConfig) -> None:

@@ -9,33 +9,49 @@ used or matched are counted, listed in the manifest and logged as rejected.tsv.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from wikigame_spark import parquet
-from wikigame_spark.config import HumanImportConfig
+from wikigame_spark import parquet, storage
+from wikigame_spark.config import EXPERIMENT_HELP, OVERWRITE_HELP, ConfigError, setting
 from wikigame_spark.ingest import humans
+from wikigame_spark.layout import NODES_TABLE, REDIRECTS_TABLE
 from wikigame_spark.play import record
+from wikigame_spark.play.runs import check_run_name
 from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import ID, REDIRECTS, TITLE
-from wikigame_spark.storage import Storage
 
 NODE_TITLES = StructType([StructField(ID, LongType(), False), StructField(TITLE, StringType(), False)])
+
+
+@dataclass(frozen=True)
+class HumanImportConfig:
+    """``jobs/import_human_games.py``: a TSV of human games → plays (agent ``human``) + a run."""
+
+    graph: str = setting("", "graph folder the games were played on (nodes, redirects)", required=True)
+    tsv: str = setting("", "TSV of human games (local path or any Hadoop URI)", required=True)
+    experiment: str = setting("", EXPERIMENT_HELP)
+    run_name: str = setting("human", "run name")
+    output: str = setting("", "plays folder (default GRAPH/plays/RUN_NAME)")
+    overwrite: bool = setting(False, OVERWRITE_HELP)
+
+    def validate(self) -> None:
+        if not self.run_name:
+            raise ConfigError("--run-name: give a run name")
+        check_run_name(self.run_name)
 
 
 def import_games(ctx: Context) -> Result:
     s: HumanImportConfig = ctx.settings
     spark, graph = ctx.spark, ctx.inputs["graph"]
-    text = Storage(spark).read_text(s.tsv)
+    text = storage.folder(s.tsv, spark).read_text()
     case = (graph.manifest.get("site") or {}).get("case", "case-sensitive")
     games, rejected = humans.parse_tsv(text, s.tsv, case)
     games_df = spark.createDataFrame([g.as_row() for g in games], humans.HUMAN_GAMES)
-    nodes = parquet.read_table(spark, graph.dir.nodes, NODE_TITLES)
-    redirects = (
-        parquet.read_table(spark, graph.dir.redirects, REDIRECTS)
-        if Storage(spark).exists(graph.dir.redirects)
-        else None
-    )
+    nodes = parquet.read_table(spark, graph.folder.sub(NODES_TABLE), NODE_TITLES)
+    has_redirects = graph.folder.exists(REDIRECTS_TABLE)
+    redirects = parquet.read_table(spark, graph.folder.sub(REDIRECTS_TABLE), REDIRECTS) if has_redirects else None
     plays, unmatched = humans.match_games(games_df, nodes, redirects)
     plays_pdf = plays.toPandas().sort_values("game_id", ignore_index=True)
     unmatched_pdf = unmatched.toPandas().sort_values("line", ignore_index=True)

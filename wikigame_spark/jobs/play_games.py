@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from wikigame_spark import parquet, tracking
 from wikigame_spark.agents.base import (
@@ -15,16 +16,83 @@ from wikigame_spark.agents.base import (
     AgentSettings,
     add_option_flags,
     agent_class,
-    load_play_config,
+    nested_options,
 )
 from wikigame_spark.agents.llm_client import ServerUnreachable
 from wikigame_spark.agents.traces import TraceTarget
-from wikigame_spark.config import PlayConfig
+from wikigame_spark.config import (
+    EXPERIMENT_HELP,
+    OVERWRITE_HELP,
+    SEED_HELP,
+    ConfigError,
+    check_seed,
+    load_config,
+    non_negative,
+    positive,
+    setting,
+)
+from wikigame_spark.layout import NODES_TABLE
 from wikigame_spark.outcomes import NO_RESPONSE, SERVER_FAILURES
 from wikigame_spark.play import artifacts, record, runs
+from wikigame_spark.play.runs import check_run_name
+from wikigame_spark.protocols import LLM_WIKIRACE, PAPER, PLAY_RULES, PROTOCOLS
 from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import NODES
 from wikigame_spark.summary import summarise
+
+
+@dataclass(frozen=True)
+class PlayConfig:
+    """``jobs/play_games.py``: agents play sampled games; plays Parquet + an MLflow run.
+
+    The settings every agent shares; the chosen agent's own are its options class's
+    (``agent_options``, registered with the agent: e.g. ``TfidfOptions``, ``LlmOptions``)."""
+
+    PRESETS: ClassVar[dict] = {LLM_WIKIRACE: PLAY_RULES[LLM_WIKIRACE]}
+
+    graph: str = setting("", "graph folder (nodes, edges; its games by default)", required=True)
+    agent: str = setting("", "agent name (see the agent options below)", required=True)
+    model: str = setting("", "model name or path (sentence-transformers, or the LLM's name); default: the agent's")
+    use_titles: bool = setting(False, "compare link titles, not summaries")
+    games: int | None = setting(None, "play the first N games (default: all)")
+    games_dir: str = setting("", "games folder (default GRAPH/games)")
+    protocol: str = setting(
+        PAPER,
+        "the study whose defaults apply: paper (100 steps, no revisits, 200 titles) or "
+        "llm-wikirace (30 steps, revisits, every title)",
+        choices=PROTOCOLS,
+    )
+    max_steps: int = setting(PLAY_RULES[PAPER]["max_steps"], "step limit (llm-wikirace: 30)")
+    allow_revisits: bool = setting(
+        PLAY_RULES[PAPER]["allow_revisits"],
+        "offer visited pages too; a deterministic agent back in a state ends with `loop`",
+    )
+    seed: int = setting(0, SEED_HELP)
+    experiment: str = setting("", EXPERIMENT_HELP)
+    run_name: str = setting(
+        "", "run name; the same name resumes an interrupted run (default from agent, model, seed, games)"
+    )
+    output: str = setting("", "plays folder (default GRAPH/plays/RUN_NAME)")
+    overwrite: bool = setting(False, OVERWRITE_HELP)
+    cache_dir: str = setting("", "embedding and vocabulary cache (default GRAPH/cache)", changes_output=False)
+    chunk_games: int = setting(1000, "games per resumable chunk")
+    partitions: int = setting(
+        0, "Spark tasks per chunk of games (0: twice the default parallelism)", changes_output=False
+    )
+    agent_options: Any = dataclasses.field(default=None)  # the chosen agent's options (the play job fills it)
+
+    def validate(self) -> None:
+        positive(self, "max_steps", "chunk_games")
+        check_seed(self)
+        if self.games is not None and self.games <= 0:
+            raise ConfigError(f"--games {self.games}: must be a positive number (omit it to play every game)")
+        non_negative(self, "partitions")
+        check_run_name(self.run_name)
+
+
+def load_play_config(yaml_path: str | None = None, overrides: dict | None = None) -> PlayConfig:
+    """The play job's settings with the chosen agent's options (``PlayConfig.agent_options``)."""
+    return load_config(PlayConfig, yaml_path, overrides, nested=nested_options)
 
 
 def run_name(s: PlayConfig) -> str:
@@ -49,19 +117,19 @@ def plan(ctx: Context) -> PlayPlan:
     identity = record.RunIdentity.of(s, ctx.inputs["games_dir"], agent_class(s.agent).identity(agent))
     made_by = identity.made_by(runs.play_options(s), s.max_steps, s.seed)
     ctx.identity.update(identity.params())
-    ctx.resume = record.resume_point(ctx.spark, ctx.stage(), run_name(s), s.overwrite, made_by) > 0
+    ctx.resume = record.resume_point(ctx.stage(), run_name(s), s.overwrite, made_by) > 0
     ctx.tags.update(agent=s.agent, model=identity.model, protocol=s.protocol)
     return PlayPlan(agent, identity, made_by)
 
 
-def play(ctx: Context) -> Result:
+def play_run(ctx: Context) -> Result:
     s: PlayConfig = ctx.settings
     planned: PlayPlan = ctx.before
     games = ctx.inputs["games_dir"]
     # the run now exists: an agent that traces games (--trace-games) writes its traces into it
     run = TraceTarget(tracking.tracking_uri(), ctx.run.info.experiment_id, ctx.run.info.run_id)
     agent = dataclasses.replace(planned.agent, trace=run)
-    result = runs.play(ctx.spark, s, games, ctx.stage(), planned.made_by, agent)
+    result = runs.play_chunks(ctx.spark, s, games, ctx.stage(), planned.made_by, agent)
     plays = result.plays.toPandas()
     unanswered = int(plays["outcome"].isin(SERVER_FAILURES).sum())
     if unanswered:  # not a measurement of the model: the run stays unfinished until they are played
@@ -73,7 +141,7 @@ def play(ctx: Context) -> Result:
     metrics = {**summarise(plays), **record.usage_metrics(plays), **result.spec.resources.get(PREPARED_METRICS, {})}
     if result.played_now:
         metrics["games_per_second"] = result.played_now / result.seconds
-    routes = artifacts.sample_routes(plays, parquet.read_table(ctx.spark, games.graph.dir.nodes, NODES))
+    routes = artifacts.sample_routes(plays, parquet.read_table(ctx.spark, games.graph.folder.sub(NODES_TABLE), NODES))
     artifacts.log_plays(plays, {artifacts.ROUTES_ARTIFACT: routes.encode("utf-8")})
     manifest = {
         "kind": record.RUN_KIND,
@@ -95,7 +163,7 @@ JOB = Job(
     name="play_games",
     doc=__doc__,
     settings=PlayConfig,
-    body=play,
+    body=play_run,
     inputs=(
         Input("graph", InputKind.GRAPH, cache_setting="cache_dir"),
         Input("games_dir", InputKind.GAMES, default=lambda inputs: inputs["graph"].dir.games, bound_to="graph"),

@@ -14,14 +14,38 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wikigame_spark import outputs, tracking
-from wikigame_spark.config import ReportConfig, parse_bands
+from wikigame_spark.config import EXPERIMENT_HELP, ConfigError, positive, setting
 from wikigame_spark.evaluation import evaluate, render, tables
+from wikigame_spark.evaluation.bands import parse_bands
 from wikigame_spark.outcomes import SUCCESS
 from wikigame_spark.play import catalog
 from wikigame_spark.runner import Context, Job, Output, Result
 from wikigame_spark.schemas import OUTCOME, STEPS
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """``jobs/report.py``: the play runs of an experiment → tables, fits, figures, report run."""
+
+    experiment: str = setting("", EXPERIMENT_HELP)
+    runs: tuple[str, ...] = setting((), "only these MLflow run ids (default: every finished play run)")
+    output: str = setting("", "report folder (default out/report/EXPERIMENT)")
+    overwrite: bool = setting(False, "replace an output folder that is not an earlier report")
+    run_name: str = setting("report", "name of the report's MLflow run")
+    human_cutoff: int = setting(10, "human games: more steps above optimal than this are unknown")
+    human_mode: str = setting(
+        "truncated", "how the unknown human games enter the fit", choices=("truncated", "censored")
+    )
+    bands: str = setting("1-2,3-4,5-6,7-8", "difficulty bands by optimal steps; games in none are 'other'")
+    strict: bool = setting(False, "fail on a play run that cannot be evaluated instead of leaving it out")
+
+    def validate(self) -> None:
+        parse_bands(self.bands, "--bands")
+        positive(self, "human_cutoff")
+        if not self.run_name:
+            raise ConfigError("--run-name: give a name for the report's MLflow run")
 
 
 @dataclass(frozen=True)
@@ -72,7 +96,7 @@ def report(ctx: Context) -> Result:
     render.log_artifacts(files)
     if not ev.routes.leaderboard.empty:  # the runs' ranking as a table the MLflow UI shows
         mlflow.log_table(ev.routes.leaderboard, "leaderboard.json")
-    outputs.write_files(ctx.spark, files, ctx.stage())
+    outputs.write_files(ctx.stage(), files)
     log.info("report: compare the runs in the MLflow UI: %s", tracking.ui_hint(ctx.run.info.experiment_id))
     best = ev.success.sort_values("success_rate", ascending=False).iloc[0]
     figures = sum(k.startswith("figures/") for k in files)

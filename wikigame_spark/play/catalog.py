@@ -11,11 +11,10 @@ import mlflow
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from wikigame_spark import manifests, parquet, tracking
-from wikigame_spark.layout import GraphDir, PlaysDir
+from wikigame_spark import manifests, parquet, storage, tracking
+from wikigame_spark.layout import PLAYS_TABLE, GraphDir, PlaysDir
 from wikigame_spark.play import artifacts, record
 from wikigame_spark.schemas import PLAYS
-from wikigame_spark.storage import Storage
 
 
 @dataclass(frozen=True)
@@ -106,12 +105,13 @@ def find_runs(experiment: str, run_ids: Sequence[str] = ()) -> tuple[list[PlayRu
 def load_plays(spark: SparkSession, run: PlayRun) -> tuple[DataFrame, str]:
     """The run's plays, and where they were read from: its plays folder when that folder's
     manifest names the run (Spark reads the chunks in parallel), else its ``plays.parquet``."""
+    folder = storage.folder(run.plays_dir, spark)
     try:
-        manifest = manifests.read_manifest(spark, run.plays_dir)
+        manifest = manifests.read_manifest(folder)
     except FileNotFoundError:
         manifest = {}
     if manifest.get("mlflow_run_id") == run.run_id:
-        parts = [PlaysDir.plays(chunk) for chunk in Storage(spark).glob(PlaysDir(run.plays_dir).chunks_glob)]
+        parts = [folder.storage.folder(chunk).sub(PLAYS_TABLE) for chunk in folder.glob(PlaysDir.CHUNKS)]
         return parquet.read_table(spark, parts, PLAYS), run.plays_dir
     with tempfile.TemporaryDirectory() as tmp:
         try:

@@ -24,14 +24,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from wikigame_spark import layout, manifests, outputs, parquet
+from wikigame_spark import manifests, outputs, parquet
 from wikigame_spark.agents.base import ModelIdentity
 from wikigame_spark.handles import GamesHandle
-from wikigame_spark.layout import PlaysDir
+from wikigame_spark.layout import MANIFEST, PLAYS_TABLE, PlaysDir
 from wikigame_spark.outcomes import SERVER_FAILURES
 from wikigame_spark.play.artifacts import log_plays
 from wikigame_spark.schemas import PLAYS
-from wikigame_spark.storage import Storage
+from wikigame_spark.storage import Folder
 from wikigame_spark.summary import summarise
 
 log = logging.getLogger(__name__)
@@ -148,46 +148,47 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def check_resume(spark: SparkSession, output: str, made_by: dict, run_name: str) -> int:
+def check_resume(output: Folder, made_by: dict, run_name: str) -> int:
     """The number of chunks already in ``output``; each must have been made as this invocation
     would make it, else :class:`ResumeMismatchError` names every difference."""
     done = 0
-    for path in Storage(spark).glob(PlaysDir(output).chunks_glob):
-        if not Storage(spark).exists(layout.manifest(path)):
+    for path in output.glob(PlaysDir.CHUNKS):
+        chunk = output.storage.folder(path)
+        if not chunk.exists(MANIFEST):
             continue
-        recorded = manifests.read_json(spark, layout.manifest(path)).get("made_by")
+        recorded = chunk.read_json(MANIFEST).get("made_by")
         if recorded != made_by:
             before, now = _flat(recorded or {}), _flat(made_by)
             keys = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
             diff = "; ".join(f"{k}: {before.get(k, '(not recorded)')!r} then, {now.get(k)!r} now" for k in keys)
             raise ResumeMismatchError(
-                f"{output}: run {run_name!r} was played with other settings ({diff}); "
+                f"{output.root}: run {run_name!r} was played with other settings ({diff}); "
                 "resume it with its own settings, or give another --run-name (or --overwrite to discard its plays)"
             )
         done += 1
     return done
 
 
-def resume_point(spark: SparkSession, staging: str, run_name: str, overwrite: bool, made_by: dict) -> int:
+def resume_point(staging: Folder, run_name: str, overwrite: bool, made_by: dict) -> int:
     """The chunks already played into ``staging`` (the caller holds the run's lock): resumed when
     made as this run would make them; other settings' plays are discarded with ``overwrite``,
     else refused."""
     try:
-        return check_resume(spark, staging, made_by, run_name)
+        return check_resume(staging, made_by, run_name)
     except ResumeMismatchError:
         if not overwrite:
             raise
-        log.info("%s: discarding plays made with other settings (--overwrite)", staging)
-        Storage(spark).delete(staging)
+        log.info("%s: discarding plays made with other settings (--overwrite)", staging.root)
+        staging.delete()
         return 0
 
 
 # --- Writing: chunks and the finish -----------------------------------------------------------
-def written_chunk(spark: SparkSession, output: str, chunk: int) -> dict | None:
+def written_chunk(output: Folder, chunk: int) -> dict | None:
     """A written chunk's manifest (``games``, and ``unanswered``: its games the server never
     answered, which a resume plays again), or None for a chunk not yet played."""
-    path = layout.manifest(PlaysDir(output).chunk(chunk))
-    return manifests.read_json(spark, path) if Storage(spark).exists(path) else None
+    folder = output.sub(PlaysDir.chunk_name(chunk))
+    return folder.read_json(MANIFEST) if folder.exists(MANIFEST) else None
 
 
 def _never_answered():
@@ -201,24 +202,24 @@ def unanswered(plays: DataFrame, answered: bool = False) -> DataFrame:
 
 
 def write_chunk(
-    spark: SparkSession, output: str, chunk: int, plays: DataFrame, made_by: dict | None, replace: bool = False
+    spark: SparkSession, output: Folder, chunk: int, plays: DataFrame, made_by: dict | None, replace: bool = False
 ) -> int:
     """Write one chunk's plays and manifest atomically; a chunk is replaced only to add the
     replays of its unanswered games (``replace``), its answered ones kept. Returns the number of
     plays written."""
-    with outputs.staged_output(spark, PlaysDir(output).chunk(chunk), overwrite=replace) as staging:
-        parquet.write_table(plays, PlaysDir.plays(staging), PLAYS)
-        written = parquet.read_table(spark, PlaysDir.plays(staging), PLAYS)
+    with outputs.staged_output(output.sub(PlaysDir.chunk_name(chunk)), overwrite=replace) as staging:
+        parquet.write_table(plays, staging.sub(PLAYS_TABLE), PLAYS)
+        written = parquet.read_table(spark, staging.sub(PLAYS_TABLE), PLAYS)
         never = F.sum(_never_answered().cast("long"))
         count, missing = written.agg(F.count("*"), F.coalesce(never, F.lit(0))).first()
         manifest = {"kind": CHUNK_KIND, "chunk": chunk, "games": count, "unanswered": missing}
-        manifests.write_json(spark, layout.manifest(staging), {**manifest, "made_by": made_by} if made_by else manifest)
+        manifests.write_manifest(staging, {**manifest, "made_by": made_by} if made_by else manifest)
     return count
 
 
-def read_chunks(spark: SparkSession, output: str, chunks: Sequence[int]) -> DataFrame:
+def read_chunks(spark: SparkSession, output: Folder, chunks: Sequence[int]) -> DataFrame:
     """The plays of ``chunks`` of ``output`` as one frame."""
-    return parquet.read_table(spark, [PlaysDir.plays(PlaysDir(output).chunk(c)) for c in chunks], PLAYS)
+    return parquet.read_table(spark, [output.sub(PlaysDir.chunk_name(c)).sub(PLAYS_TABLE) for c in chunks], PLAYS)
 
 
 def plays_frame(spark: SparkSession, plays: pd.DataFrame) -> DataFrame:
@@ -231,7 +232,7 @@ def plays_frame(spark: SparkSession, plays: pd.DataFrame) -> DataFrame:
 
 
 def record_plays(
-    spark: SparkSession, plays: pd.DataFrame, staging: str, artifacts: dict[str, bytes] | None = None
+    spark: SparkSession, plays: pd.DataFrame, staging: Folder, artifacts: dict[str, bytes] | None = None
 ) -> dict:
     """Plays made outside the engine (imported logs, people in the browser) recorded as a play run's
     are: ``plays.parquet`` plus ``artifacts`` in the active MLflow run, and ``staging`` (the run's

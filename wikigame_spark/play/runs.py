@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -21,13 +23,14 @@ from pyspark.sql import functions as F
 from wikigame_spark import parquet
 from wikigame_spark.agents.base import AgentSettings, AgentSpec, agent_class
 from wikigame_spark.agents.sentence_models import model_slug
-from wikigame_spark.config import PlayConfig
+from wikigame_spark.config import ConfigError
 from wikigame_spark.handles import GamesHandle, GraphHandle
-from wikigame_spark.layout import PlaysDir
+from wikigame_spark.layout import GAMES_TABLE, PlaysDir
 from wikigame_spark.play import record
 from wikigame_spark.play.engine import play_stage
 from wikigame_spark.progress import duration
 from wikigame_spark.schemas import GAMES, PLAYS
+from wikigame_spark.storage import Folder
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ PLAY_SETTINGS = ("use_titles", "allow_revisits", "protocol", "chunk_games")
 
 @dataclass
 class Played:
-    """What :func:`play` did: every plays of the run (earlier chunks included), how many games
+    """What :func:`play_chunks` did: every plays of the run (earlier chunks included), how many games
     it played now and in how many seconds."""
 
     output: str
@@ -49,11 +52,23 @@ class Played:
     spec: AgentSpec
 
 
-def agent_model(cfg: PlayConfig) -> str | None:
+_PLAIN_NAME = re.compile(r"^[^/\\\x00-\x1f]+$")
+
+
+def check_run_name(name: str) -> None:
+    """Run names are used in paths: no ``/``, ``\\``, ``..``, control characters or edge spaces
+    (empty: the job chooses one)."""
+    if name and (not _PLAIN_NAME.match(name) or ".." in name or name.strip() != name):
+        raise ConfigError(f"--run-name {name!r} is used in paths; give a plain name (no '/', '..' or edge spaces)")
+
+
+# ``cfg`` below: the play job's settings (:class:`~wikigame_spark.jobs.play_games.PlayConfig`), read
+# by attribute: this layer sits below the jobs.
+def agent_model(cfg: Any) -> str | None:
     return cfg.model or agent_class(cfg.agent).default_model or None
 
 
-def default_run_name(cfg: PlayConfig) -> str:
+def default_run_name(cfg: Any) -> str:
     model = agent_model(cfg)
     parts = [cfg.agent] + ([model_slug(model)] if model else []) + list(cfg.agent_options.run_name_parts())
     parts += ["titles"] if cfg.use_titles else []
@@ -61,7 +76,7 @@ def default_run_name(cfg: PlayConfig) -> str:
     return "-".join(parts + [f"s{cfg.seed}", f"n{cfg.games or 'all'}"])
 
 
-def agent_settings(cfg: PlayConfig, graph: GraphHandle, api_key: str = "") -> AgentSettings:
+def agent_settings(cfg: Any, graph: GraphHandle, api_key: str = "") -> AgentSettings:
     """What the agent is built from on the workers: the shared settings it uses and its options."""
     return AgentSettings(
         cfg.agent_options, agent_model(cfg) or "", cfg.use_titles, cfg.seed, graph.cache_dir, api_key=api_key
@@ -73,20 +88,22 @@ def select_games(games: DataFrame, n: int | None) -> DataFrame:
     return games if n is None else games.filter(F.col("game_id") < F.lit(n))
 
 
-def play_options(cfg: PlayConfig) -> dict:
+def play_options(cfg: Any) -> dict:
     """The settings that change the plays (a resume must keep them): the shared ones of
-    :data:`PLAY_SETTINGS` and the agent's options marked ``plays``."""
+    :data:`PLAY_SETTINGS` and the agent's options marked ``changes_output``."""
     out = {k: getattr(cfg, k) for k in PLAY_SETTINGS}
     options = cfg.agent_options
-    out.update({f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.metadata.get("plays")})
+    out.update(
+        {f.name: getattr(options, f.name) for f in dataclasses.fields(options) if f.metadata.get("changes_output")}
+    )
     return out
 
 
-def play(
+def play_chunks(
     spark: SparkSession,
-    cfg: PlayConfig,
+    cfg: Any,
     games: GamesHandle,
-    output: str,
+    output: Folder,
     made_by: dict,
     settings: AgentSettings,
 ) -> Played:
@@ -94,17 +111,17 @@ def play(
     chunk, each chunk's manifest recording ``made_by``; return the whole plays table."""
     graph = games.graph
     spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, graph, settings))
-    table = select_games(parquet.read_table(spark, games.table, GAMES), cfg.games)
+    table = select_games(parquet.read_table(spark, games.folder.sub(GAMES_TABLE), GAMES), cfg.games)
     chunk = (F.col("game_id") / F.lit(cfg.chunk_games)).cast("long")
     chunks = sorted(r[0] for r in table.select(chunk.alias("c")).distinct().collect())
     partitions = cfg.partitions or 2 * spark.sparkContext.defaultParallelism
     total = min(cfg.games or games.count, games.count)
     played, started, done_before = 0, time.perf_counter(), 0
     for c in chunks:
-        written = record.written_chunk(spark, output, c)
+        written = record.written_chunk(output, c)
         replays = (written or {}).get("unanswered", 0)
         if written and not replays:
-            log.info("chunk %d already played (%s); skipping", c, PlaysDir(output).chunk(c))
+            log.info("chunk %d already played (%s); skipping", c, output.path(PlaysDir.chunk_name(c)))
             done_before += 1
             continue
         part = table.filter(chunk == F.lit(c))
@@ -119,7 +136,7 @@ def play(
         played += count - (written["games"] - replays if replays else 0)
         progress(played, total - done_before * cfg.chunk_games, time.perf_counter() - started)
     plays = record.read_chunks(spark, output, chunks)
-    return Played(output, plays, played, time.perf_counter() - started, spec)
+    return Played(output.root, plays, played, time.perf_counter() - started, spec)
 
 
 def progress(done: int, total: int, seconds: float) -> None:
