@@ -3,7 +3,8 @@ Wikipedia and OpenAlex Medicine, from the real jobs measured here at two sizes.
 
     python bench/cost_sheet.py [--wiki-mb 60 240] [--works 200000 1600000]
         [--graphs 25000:400000 100000:1600000] [--summaries 500 2000] [--static-summaries 20000 80000]
-        [--models all-MiniLM-L6-v2 …] [--play-games 1000 4000] [--stages WORD …] [--out out/bench/cost]
+        [--models all-MiniLM-L6-v2 …] [--play-games 1000 4000] [--decision-games 400] [--stages WORD …]
+        [--out out/bench/cost]
 
 Each stage is the job a user runs (``python jobs/….py``, local Spark on this machine's cores),
 each run in a process of its own, measured as a process tree: CPU seconds (every process's user
@@ -182,6 +183,16 @@ def play(graph: str, nodes: int, games: int, tracking: str) -> tuple[float, dict
     return steps * counts["edges"] / counts["nodes"], m
 
 
+def decisions(graph: str, edges: int, games: int, tracking: str) -> tuple[float, dict]:
+    """Decision records of an expert's route per game: one backward search per target, so its size
+    is the games (distinct targets) times the links a search may follow."""
+    games_dir = os.path.join(graph, "games-decisions")
+    job("sample_games", "--graph", graph, "--games", str(games), "--seed", "0", "--output", games_dir,
+        "--overwrite", tracking=tracking)  # fmt: skip
+    m = job("decision_records", "--graph", graph, "--games-dir", games_dir, "--overwrite", tracking=tracking)
+    return float(games) * edges, m
+
+
 # --- the sheet -----------------------------------------------------------------------------------
 def line(points: list[tuple[float, dict]], key: str) -> tuple[float, float]:
     """(fixed, marginal) of the line through the two sizes' ``key``."""
@@ -260,6 +271,7 @@ def main() -> None:
     p.add_argument("--static-summaries", type=int, nargs=2, default=[20_000, 80_000], help="the same, static models")
     p.add_argument("--models", nargs="+", default=None, help="embedding models (default: every one installed)")
     p.add_argument("--play-games", type=int, nargs=2, default=[1000, 4000], help="games played, two counts")
+    p.add_argument("--decision-games", type=int, default=400, help="games of the decision records, at both sizes")
     p.add_argument("--stages", nargs="+", default=[], metavar="WORD", help="only the stages whose names hold a word")
     p.add_argument("--out", default=OUT)
     a = p.parse_args()
@@ -356,6 +368,15 @@ def main() -> None:
             "flat",
             "worst case: every game 100 steps; a step's cost ∝ the page's out-degree; memory at the larger "
             "graph: the mapped files (CSR + matrix) grow with the graph",
+        ),
+        Stage(
+            "decision records of 100,000 games (expert)",
+            "games x edges",
+            each(decisions, lambda: [(g, e, a.decision_games) for g, e in generated()], tracking),
+            {w: 100_000 * WIKIPEDIA.edges, m: 100_000 * MEDICINE.edges},
+            "flat",
+            "one backward search per distinct target, each following up to every link (so ∝ games × edges; "
+            "fewer distinct targets cost less); a worker's in-links and a search's state grow with the graph",
         ),
     ]
     table = rows([s for s in stages if wanted(s.name)])

@@ -47,6 +47,7 @@ RANK = {
     "play": 4,
     "evaluation": 5,
     "human": 5,
+    "training": 5,
     # the jobs, what runs them, and what the notebooks, tests and benchmarks share
     "jobs": 6,
     "runner": 6,

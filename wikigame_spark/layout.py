@@ -99,6 +99,11 @@ class CacheDir:
         return join(cache, VOCAB)
 
     @property
+    def centrality(self) -> str:
+        """Every node's PageRank and in-degree (:mod:`wikigame_spark.graph.centrality`)."""
+        return join(self.root, "centrality")
+
+    @property
     def mapped_graph(self) -> str:
         """The graph's files that every Python worker maps while playing."""
         return join(self.root, "mapped", "graph")

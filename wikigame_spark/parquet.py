@@ -62,13 +62,17 @@ def read_columns(path: str, columns: list[str]):
         return ds.dataset(p, filesystem=fs, format=parquet_format()).to_table(columns=columns)
 
 
-def write_table(df: DataFrame, table: Folder, schema: StructType) -> None:
-    """Write the table folder ``table`` after checking the frame has exactly the contract's
-    columns and types."""
+def _check_columns(df: DataFrame, schema: StructType, folder: Folder) -> None:
     got = [(f.name, f.dataType) for f in df.schema.fields]
     want = [(f.name, f.dataType) for f in schema.fields]
     if got != want:
-        raise ValueError(f"{table.root}: table has columns {got}, contract says {want}")
+        raise ValueError(f"{folder.root}: table has columns {got}, contract says {want}")
+
+
+def write_table(df: DataFrame, table: Folder, schema: StructType) -> None:
+    """Write the table folder ``table`` after checking the frame has exactly the contract's
+    columns and types."""
+    _check_columns(df, schema, table)
     df.write.mode("error").parquet(table.root)
 
 
@@ -109,3 +113,16 @@ def write_tables(folder: Folder, tables: dict) -> None:
     """Write ``{name: (DataFrame, schema)}`` as the tables of ``folder`` (a staging folder)."""
     for name, (df, schema) in tables.items():
         write_table(df, folder.sub(name), schema)
+
+
+def write_json_lines(df: DataFrame, folder: Folder, schema: StructType) -> None:
+    """Write ``folder`` as JSON lines part files (one object per row: what Hugging Face's datasets
+    library and TRL read with ``load_dataset("json", data_files=".../*.json")``), after checking
+    the frame has exactly the contract's columns and types."""
+    _check_columns(df, schema, folder)
+    df.write.mode("error").option("compression", "none").json(folder.root)
+
+
+def read_json_lines(spark: SparkSession, folder: Folder, schema: StructType) -> DataFrame:
+    """A folder written by :func:`write_json_lines`, read with its contract's schema."""
+    return spark.read.schema(schema).json(folder.root)

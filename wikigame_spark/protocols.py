@@ -18,8 +18,8 @@ PROTOCOLS = (PAPER, LLM_WIKIRACE)
 # The rules of play each protocol sets (the play job's defaults and presets; the report reads a
 # run's departures from them).
 PLAY_RULES = {
-    PAPER: {"max_steps": 100, "allow_revisits": False},
-    LLM_WIKIRACE: {"max_steps": 30, "allow_revisits": True},
+    PAPER: {"max_steps": 100, "allow_revisits": False, "allow_back": False},
+    LLM_WIKIRACE: {"max_steps": 30, "allow_revisits": True, "allow_back": False},
 }
 
 

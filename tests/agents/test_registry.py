@@ -26,9 +26,9 @@ from wikigame_spark.play import runs
 # The settings every play run records, whatever its agent (PlayConfig's fields).
 SHARED = (
     "graph agent model use_titles games games_dir max_steps seed experiment run_name output overwrite cache_dir "
-    "chunk_games partitions protocol allow_revisits"
+    "chunk_games partitions protocol allow_revisits allow_back"
 ).split()
-SHARED_PLAY_OPTIONS = "use_titles allow_revisits protocol chunk_games".split()
+SHARED_PLAY_OPTIONS = "use_titles allow_revisits allow_back protocol chunk_games".split()
 
 
 def test_the_registry_refuses_a_name_twice_and_a_class_that_is_not_an_agent():

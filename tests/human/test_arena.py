@@ -11,6 +11,7 @@ from wikigame_spark.devtools.games import small_graph
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.arena import Arena, Refused, check_name, plays_rows
 from wikigame_spark.outcomes import GAVE_UP
+from wikigame_spark.play.rules import Rules
 
 # 0 → 1 → 2 → 3, 2 → 1, 0 → 4 (4 has no links), 3 → 0
 EDGES = [(0, 1), (1, 2), (2, 3), (2, 1), (0, 4), (3, 0)]
@@ -96,3 +97,21 @@ def test_bad_names_are_refused(name):
 @pytest.mark.parametrize("name", ["Ann", "Zoë O'Neil-2", "Jānis Bērziņš", "p01", "A.B_c"])
 def test_names_in_any_script_are_accepted(name):
     assert check_name(name) == name
+
+
+def test_the_back_button_is_a_move_and_survives_a_restart(graph, tmp_path):
+    """0 → 4 is a dead end; with the back button the player steps back to 0 and goes on."""
+    path = tmp_path / "j.jsonl"
+    a = Arena(graph, GAMES, str(path), 600.0, 100, RUN, Rules(allow_back=True))
+    play = a.view("Cy", 0)
+    assert play.walk.back_page is None and a.offered(play) == [1, 4]
+    play = a.move("Cy", 0, 1, 4)
+    assert play.outcome is None and a.offered(play) == [0]  # no links, but the way back
+    play = a.move("Cy", 0, 2, 0)
+    assert play.walk.back_moves == 1 and a.offered(play) == [1]  # 4 is visited now
+    a.close()
+    again = Arena(graph, GAMES, str(path), 600.0, 100, RUN, Rules(allow_back=True))
+    resumed = again.view("Cy", 0)
+    assert resumed.route == [0, 4, 0] and resumed.walk.history == [0] and again.offered(resumed) == [1]
+    with pytest.raises(ValueError, match="allow_back"):  # a journal's rules are its own
+        Arena(graph, GAMES, str(path), 600.0, 100, RUN)

@@ -10,7 +10,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from jobs import build_openalex, graph_stats, play_games, report, sample_games
+from jobs import build_openalex, decision_records, graph_stats, play_games, report, sample_games
 from tests.conftest import LLAMA_THREADS
 from wikigame_spark.devtools.local_server import MODEL_ALIAS, LlamaServer
 from wikigame_spark.devtools.openalexgen import TEMPLATE_2025, Spec, generate
@@ -126,12 +126,16 @@ def llm_args(server) -> list[str]:
 def play_every_agent(
     graph: str, games_dir: str, games_list: list[dict], out: str, prefix: str, llama, llm_games: int
 ) -> set[str]:
-    """Embedding, TF-IDF and random on every game, the LLM on the first ``llm_games``, each run
-    checked; the run names. The server's log must not show a fallback chat format."""
+    """Embedding, TF-IDF, random and the two baselines (oracle, hub) on every game, the LLM on the
+    first ``llm_games``, each run checked; the run names. The server's log must not show a fallback
+    chat format."""
     runs = set()
-    for agent in ("embedding", "tfidf", "random"):
+    for agent in ("embedding", "tfidf", "random", "oracle", "hub"):
         name = f"{prefix}-{agent}"
-        check_plays(play(graph, games_dir, agent, f"{out}/{agent}", name), games_list, agent)
+        plays = play(graph, games_dir, agent, f"{out}/{agent}", name)
+        check_plays(plays, games_list, agent)
+        if agent == "oracle":  # the ceiling: every game won in exactly its optimal steps
+            assert all(p["outcome"] == "success" and p["steps"] == p["optimal_steps"] for p in plays)
         runs.add(name)
     name = f"{prefix}-llm"
     plays = play(graph, games_dir, "llm", f"{out}/llm", name, "--games", str(llm_games), *llm_args(llama))
@@ -157,6 +161,24 @@ def check_plays(plays: list[dict], games_list: list[dict], agent: str) -> None:
             assert 0 < p["completion_tokens"] <= CAP * p["queries"]
         else:
             assert p["queries"] == 0
+
+
+def decisions(graph: str, games_dir: str, plays_dir: str, out: str, games_list: list[dict]) -> dict:
+    """Decision records of the expert and one play run (by its MLflow run id), checked for sums."""
+    with open(os.path.join(plays_dir, "manifest.json"), encoding="utf-8") as f:
+        run_id = json.load(f)["mlflow_run_id"]
+    argv = ["--graph", graph, "--games-dir", games_dir, "--runs", run_id, "--output", out, "--experiment", EXPERIMENT]
+    assert decision_records.main(argv) == 0
+    with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    rows = pq.read_table(os.path.join(out, "decisions")).to_pylist()
+    expert = [r for r in rows if r["player"] == "expert"]
+    assert len(expert) == sum(g["optimal_steps"] for g in games_list) == manifest["by_player"]["expert"]["records"]
+    assert all(r["optimal_move"] and r["move"] in r["optimal"] for r in expert)
+    assert all(r["move_distance"] == r["current_distance"] - 1 for r in expert)
+    assert manifest["records"] == len(rows) and manifest["sft_examples"] > 0
+    assert {r["run_id"] for r in rows if r["player"] != "expert"} == {run_id}
+    return manifest
 
 
 def run_report(out: str) -> tuple[str, dict]:
@@ -185,6 +207,21 @@ def check_report(md: str, summary: dict, graphs: set[str], run_names: set[str]) 
     assert embedded and set(costs) == embedded, (sorted(costs), sorted(embedded))
     assert all(row["embedding_core_hours_enwiki"] > 0 for row in costs.values())
     check_route_sections(md, summary, graphs)
+    check_baselines(md, summary, graphs)
+
+
+def check_baselines(md: str, summary: dict, graphs: set[str]) -> None:
+    """Every agent against the oracle and the hub: the oracle at no gap, the hub explaining its own
+    moves, every share a share."""
+    assert "Against the oracle and the hub" in md
+    rows = summary["baselines"]
+    assert graphs <= {r["graph"] for r in rows}
+    for r in rows:
+        assert 0 <= r["optimal_share"] <= 1 and 0 <= r["hub_share"] <= 1 and r["moves"] >= 0
+        if r["label"] == "oracle":
+            assert r["oracle_gap"] == 0 and r["optimal_share"] == 1 and r["steps_above_oracle"] == 0
+        if r["label"] == "hub":
+            assert r["hub_share"] == 1
 
 
 def check_route_sections(md: str, summary: dict, graphs: set[str]) -> None:

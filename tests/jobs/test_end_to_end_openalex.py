@@ -54,6 +54,8 @@ def test_openalex_through_every_stage(ltg_graph, tracking, llama, tmp_path, tmp_
 
     games_dir = str(tmp_path / "games")
     runs = e2e.play_every_agent(graph, games_dir, games, str(tmp_path / "plays"), "e2e-openalex", llama, LLM_GAMES)
+    # training data: the expert's routes and the embedding run's steps, every optimal move exact
+    e2e.decisions(graph, games_dir, str(tmp_path / "plays" / "embedding"), str(tmp_path / "decisions"), games)
 
     # the other source in the same experiment: the report then has two graphs to compare
     ltg_games, _ = e2e.games(ltg_graph, str(tmp_path / "ltg-games"), 4)

@@ -48,6 +48,8 @@ def test_latgalian_wikipedia_through_every_stage(ltg_graph, tracking, llama, tmp
 
     games_dir = str(tmp_path / "games")
     runs = e2e.play_every_agent(ltg_graph, games_dir, games, str(tmp_path / "plays"), "e2e-wikipedia", llama, LLM_GAMES)
+    # training data: the expert's routes and the embedding run's steps, every optimal move exact
+    e2e.decisions(ltg_graph, games_dir, str(tmp_path / "plays" / "embedding"), str(tmp_path / "decisions"), games)
 
     # the other source in the same experiment: the report then has two graphs to compare
     openalex = e2e.openalex_graph(tmp_path_factory)

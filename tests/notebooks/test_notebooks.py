@@ -59,6 +59,7 @@ def test_notebooks_are_in_databricks_source_format():
         "03_sample_games.py",
         "04_play.py",
         "05_report.py",
+        "06_training_data.py",
     ]
     for name in names:
         text = open(os.path.join(NOTEBOOKS, name), encoding="utf-8").read()
@@ -135,6 +136,13 @@ def test_wikipedia_chain_build_sample_play_report(tmp_path, env):
         with open(f"{out}/report/figures/{name}", "rb") as f:
             assert f.read(8) == PNG_SIGNATURE
     assert os.path.getsize(f"{out}/report/report.html") > 10_000
+
+    stdout = run("06_training_data", env, out=out, train_games="30", eval_games="8")
+    assert "sample_games: wrote" in stdout and "decision_records: wrote" in stdout
+    train, evals = (json.load(open(f"{graph}/{name}/manifest.json")) for name in ("train", "train_eval"))
+    assert train["games"] == 30 and evals["games"] == 8 and train["split"]["side"] == "train"
+    made = json.load(open(f"{graph}/train_decisions/manifest.json"))
+    assert made["by_player"]["expert"]["optimal_share"] == 1.0 and made["sft_examples"] == made["records"] > 0
 
 
 @pytest.mark.slow

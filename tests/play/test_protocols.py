@@ -31,8 +31,8 @@ from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.jobs.play_games import load_play_config
 from wikigame_spark.jobs.sample_games import SampleGamesConfig
 from wikigame_spark.outcomes import LOOP, STEP_LIMIT, SUCCESS
-from wikigame_spark.play.engine import offered_links
 from wikigame_spark.play.engine import play_games as play
+from wikigame_spark.play.rules import Rules, offered_links
 from wikigame_spark.play.runs import default_run_name
 
 # 0 → 1, 0 → 2; 1 → 0, 1 → 3; 2 → 4; 3 → 1, 3 → 5; 4 → 5. Target 5.
@@ -81,7 +81,7 @@ def game(source=0, target=5, optimal=3):
 def test_offered_links_with_and_without_revisits(allow, expected):
     g = graph()
     agent = Recorder(g, [1, 3, 5])
-    [row] = play([game()], g, agent, 100, "recorder", None, allow_revisits=allow)
+    [row] = play([game()], g, agent, 100, "recorder", None, Rules(allow_revisits=allow))
     assert agent.offered == expected
     assert (row["outcome"], row["route"]) == (SUCCESS, [0, 1, 3, 5])
     assert offered_links(g, [0, 1, 3], allow).tolist() == expected[2]
@@ -90,7 +90,7 @@ def test_offered_links_with_and_without_revisits(allow, expected):
 def test_a_revisit_is_a_legal_move_only_when_allowed():
     g = graph()
     [forbidden] = play([game()], g, Recorder(g, [1, 0]), 100, "recorder", None)
-    [allowed] = play([game()], g, Recorder(g, [1, 0, 2, 4, 5]), 100, "recorder", None, allow_revisits=True)
+    [allowed] = play([game()], g, Recorder(g, [1, 0, 2, 4, 5]), 100, "recorder", None, Rules(allow_revisits=True))
     assert (forbidden["outcome"], forbidden["route"]) == ("invalid_choice", [0, 1])
     assert (allowed["outcome"], allowed["route"]) == (SUCCESS, [0, 1, 0, 2, 4, 5])
 
@@ -98,7 +98,7 @@ def test_a_revisit_is_a_legal_move_only_when_allowed():
 def test_deterministic_agent_in_a_two_cycle_ends_with_loop_at_the_first_repeated_state():
     g = graph()
     # lowest id: 0 → 1 → 0 (1's lowest link): back at 0 with the same links offered, step 2.
-    [row] = play([game()], g, Lowest(g, AgentSettings(), {}), 100, "lowest", None, allow_revisits=True)
+    [row] = play([game()], g, Lowest(g, AgentSettings(), {}), 100, "lowest", None, Rules(allow_revisits=True))
     assert (row["outcome"], row["steps"], row["route"]) == (LOOP, 2, [0, 1, 0])
     assert row["detail"].startswith("step 2 is back in the state of step 0")
     assert route_loops(row["route"]).first_revisit == 2
@@ -109,7 +109,7 @@ def test_deterministic_agent_in_a_two_cycle_ends_with_loop_at_the_first_repeated
 
 def test_no_loop_for_an_agent_that_may_choose_differently():
     g = graph()
-    [row] = play([game()], g, LowestWithMemory(g, AgentSettings(), {}), 7, "memory", None, allow_revisits=True)
+    [row] = play([game()], g, LowestWithMemory(g, AgentSettings(), {}), 7, "memory", None, Rules(allow_revisits=True))
     assert (row["outcome"], row["route"]) == (STEP_LIMIT, [0, 1, 0, 1, 0, 1, 0, 1])
     assert route_loops(row["route"]).revisits == 6
 
@@ -146,7 +146,7 @@ def test_llm_sees_visited_titles_only_with_the_route_shown(tmp_path):
     for show in (False, True):
         with FaultyServer() as server:
             agent = LlmAgent(g, LlmAgent.configure(**base, base_url=server.url, show_route=show), {})
-            [row] = play([game(0, 3, 3)], g, agent, 4, "llm", "test", allow_revisits=True)
+            [row] = play([game(0, 3, 3)], g, agent, 4, "llm", "test", Rules(allow_revisits=True))
             asks[show] = [r["messages"][5]["content"] for r in server.requests]
         # not deterministic: it goes back and forth to the step limit rather than ending as a loop
         assert (row["outcome"], row["route"]) == (STEP_LIMIT, [0, 1, 0, 1, 0])

@@ -1,3 +1,3 @@
 """Built-in agents; importing this package registers them."""
 
-from wikigame_spark.agents import embedding, likelihood, llm, random_choice, tfidf  # noqa: F401
+from wikigame_spark.agents import embedding, hub, likelihood, llm, oracle, random_choice, tfidf  # noqa: F401

@@ -41,8 +41,10 @@ class StepRequest:
     step: int  # moves made so far
     current: int
     target: int
-    offered: np.ndarray  # out-links of ``current`` (unvisited ones unless revisits are allowed), ascending ids
+    offered: np.ndarray  # what the rules offer: out-links of ``current`` (unvisited ones unless revisits are
+    # allowed) and the back page, if any; ascending ids
     route: list[int]
+    back: int | None = None  # where the back button leads (it is among ``offered``), when the rules offer it
 
 
 @dataclass
@@ -107,6 +109,9 @@ class Agent(abc.ABC):
     outcomes: tuple[str, ...] = ()
     #: the choice depends only on (current page, offered links, target): a repeated state is a loop
     deterministic: bool = False
+    #: a baseline that frames the others (the oracle's ceiling, the hub's heuristic): the report
+    #: shows it in every table but never names it the best agent
+    baseline: bool = False
     #: the model played when none is given (agents without a model: none)
     default_model: str = ""
     #: the agent's own settings (``register_agent`` sets them)

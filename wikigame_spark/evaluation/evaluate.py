@@ -22,7 +22,7 @@ from pyspark.sql.types import IntegerType
 from wikigame_spark.agents.base import Agent, registered_agents
 from wikigame_spark.agents.llm import PLUMBING_NOTE
 from wikigame_spark.agents.sentence_models import model_slug
-from wikigame_spark.evaluation import bands, loops, protocols, routes, tables
+from wikigame_spark.evaluation import bands, baselines, loops, protocols, routes, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
 from wikigame_spark.evaluation.profiles import profiled_plays
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
@@ -53,6 +53,12 @@ def is_plumbing(params: dict, tags: dict | None = None) -> bool:
     (:meth:`~wikigame_spark.agents.base.Agent.checks_plumbing`: the bundled base Gemma generating text)."""
     agent = _agent(params)
     return (tags or {}).get(PLUMBING_TAG) == "true" or (agent is not None and agent.checks_plumbing(params))
+
+
+def is_baseline(params: dict) -> bool:
+    """A run of a baseline agent (:attr:`~wikigame_spark.agents.base.Agent.baseline`: the oracle, the hub)."""
+    agent = _agent(params)
+    return agent is not None and agent.baseline
 
 
 def run_label(params: dict, tags: dict | None = None) -> str:
@@ -140,6 +146,7 @@ class Evaluation:
     losses: pd.DataFrame = field(default_factory=pd.DataFrame)  # lost to formatting vs navigation (loss_table)
     embedding_cost: pd.DataFrame = field(default_factory=pd.DataFrame)  # success against cost (embedding_cost_table)
     routes: routes.Routes = field(default_factory=routes.Routes)  # from the distance profiles (routes.py)
+    baselines: pd.DataFrame = field(default_factory=pd.DataFrame)  # against the oracle and the hub (baselines.py)
 
     def metrics(self) -> dict[str, float]:
         """Flat per-group numbers for the report's MLflow run."""
@@ -219,12 +226,13 @@ def evaluate(
             f"games the server never answered (no_response), left out of success rates, steps and fits "
             f"(the outcome breakdown counts them): {counts}"
         )
-    route_tables = routes.Routes()
+    route_tables, baseline_table = routes.Routes(), pd.DataFrame()
     if distance_profiles:
         players_runs = [r for r in runs if not r.plumbing]
         profiled, profile_notes = profiled_plays(plays.sparkSession, player_plays, players_runs)
         route_tables = routes.route_analysis(profiled)
-        notes += profile_notes
+        baseline_table, baseline_notes = baselines.baseline_table(plays.sparkSession, profiled, players_runs)
+        notes += profile_notes + baseline_notes
     return Evaluation(
         runs=pd.DataFrame(run_rows),
         skipped=list(skipped),
@@ -248,6 +256,7 @@ def evaluate(
         trace=trace_table(runs),
         plumbing=plumbing_table(agg.outcomes[agg.outcomes[tables.LABEL].isin(plumbing)]),
         routes=route_tables,
+        baselines=baseline_table,
     )
 
 

@@ -26,13 +26,14 @@ def protocol_defaults(protocol: str) -> dict:
 
 
 def label_suffix(params: dict) -> str:
-    """`` [llm-wikirace]`` for a non-paper run, and `` revisits``/`` no revisits`` when the run
-    departed from its protocol's rule; empty for a run of the paper's protocol."""
+    """`` [llm-wikirace]`` for a non-paper run, and `` revisits``/`` no revisits``, `` back``/`` no
+    back`` when the run departed from its protocol's rules; empty for a run of the paper's protocol."""
     protocol = run_protocol(params)
     text = "" if protocol == PAPER else f" [{protocol}]"
-    revisits = params.get("allow_revisits") == "True"
-    if revisits != protocol_defaults(protocol)["allow_revisits"]:
-        text += " revisits" if revisits else " no revisits"
+    for rule, word in (("allow_revisits", "revisits"), ("allow_back", "back")):
+        allowed = params.get(rule) == "True"
+        if allowed != protocol_defaults(protocol)[rule]:
+            text += f" {word}" if allowed else f" no {word}"
     return text
 
 

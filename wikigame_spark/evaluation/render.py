@@ -19,7 +19,7 @@ import pandas as pd
 
 from wikigame_spark import layout, manifests, outputs, storage
 from wikigame_spark.document import Document, fmt
-from wikigame_spark.evaluation import bands, figures, loops, protocols, routes, tables
+from wikigame_spark.evaluation import bands, baselines, figures, loops, protocols, routes, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
 from wikigame_spark.evaluation.fits import MIN_FIT_GAMES
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
@@ -235,6 +235,8 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     if ev.loops is not None:
         loops.render(doc, ev.loops, labels, graphs)
     routes.render(doc, ev.routes, labels, graphs)
+    if not ev.baselines.empty:
+        baselines.render(doc, ev.baselines)
     return _files(doc, ev, title, experiment, created, run_id)
 
 
@@ -253,7 +255,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
     files["tables/embedding_cost.csv"] = csv(ev.embedding_cost)
     files["tables/fits.csv"] = csv(ev.fit_table)
     files["tables/steps_above_optimal_counts.csv"] = csv(ev.extra)
-    extra_tables = {"bands": ev.bands, "loops": ev.loops, **ev.routes.tables()}
+    extra_tables = {"bands": ev.bands, "loops": ev.loops, **ev.routes.tables(), "baselines": ev.baselines}
     for name, table in extra_tables.items():
         if table is not None:
             files[f"tables/{name}.csv"] = csv(table)

@@ -10,6 +10,12 @@ Draws are resolved in order and a draw becomes a game when its source differs fr
 the target is reachable, and (when stratified) its band still has room. Games are numbered in
 draw order; ``draws`` is the number of draws up to and including the one that completed the set,
 and every other draw in that range is counted under the reason it was discarded.
+
+A split (:class:`Split`) draws a held-out eval set beside the train set from the same draws: a
+node is held out when a hash of (split seed, id) falls below the held-out share, a draw whose
+target is held out can only become an eval game and any other only a train game, so no target is
+both (with ``sources_apart``, a draw whose source and target are on different sides is neither).
+Each side fills its own quota, in draw order; each set numbers its games from 0.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 SAME_NODE = "same_node"
 OUTSIDE_STRATA = "outside_strata"
 STRATUM_FULL = "stratum_full"
+OTHER_SPLIT = "other_split"  # a draw the other side of a split (or neither side) takes
+TRAIN, EVAL = "train", "eval"
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
@@ -80,6 +88,48 @@ class Draws:
 
 
 SAME_NODE_CODE = -100
+OTHER_SPLIT_CODE = -200
+
+
+def held_out(ids: np.ndarray, seed: int, share: float) -> np.ndarray:
+    """Whether each node is held out for eval: a SplitMix hash of (split seed, id) below ``share``."""
+    with np.errstate(over="ignore"):
+        key = splitmix64(np.uint64(seed) ^ np.uint64(0x5851F42D4C957F2D))
+        h = splitmix64(key ^ np.asarray(ids, dtype=np.int64).astype(np.uint64))
+    return (h >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53)) < share
+
+
+@dataclass(frozen=True)
+class Split:
+    """A held-out eval set beside the train set: its size, its seed, the share of nodes held out
+    (their games are eval's), and whether sources are kept apart too."""
+
+    eval_games: int
+    seed: int
+    share: float
+    sources_apart: bool = False
+
+    def sides(self, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Each draw's side: 0 train, 1 eval, −1 neither (source and target held apart differently)."""
+        t = held_out(target, self.seed, self.share)
+        if not self.sources_apart:
+            return t.astype(np.int8)
+        s = held_out(source, self.seed, self.share)
+        return np.where(s == t, t, -1).astype(np.int8)
+
+    def describe(self, games: int) -> dict:
+        return {
+            "seed": self.seed,
+            "held_out_share": self.share,
+            "sources_apart": self.sources_apart,
+            TRAIN + "_games": games,
+            EVAL + "_games": self.eval_games,
+        }
+
+
+def on_side(distance: np.ndarray, sides: np.ndarray | None, side: int) -> np.ndarray:
+    """The draws' distances as one side of a split sees them: the other side's are not its to take."""
+    return distance if sides is None else np.where(sides == side, distance, OTHER_SPLIT_CODE).astype(np.int32)
 
 
 def resolve_draws(oracle: PairDistances, seed: int, start: int, count: int) -> Draws:
@@ -126,6 +176,8 @@ class SampledGames:
     games: DataFrame
     counts: dict
     timings: dict
+    eval_games: DataFrame | None = None  # a split's held-out set, and its counts
+    eval_counts: dict | None = None
 
 
 def groups_of(
@@ -153,12 +205,14 @@ def accept(
     strata: tuple[tuple[int, int], ...],
     cells: np.ndarray | None = None,
     n_cells: int = 1,
+    split: bool = False,
 ) -> tuple[np.ndarray, dict]:
     """Which draws become games, in draw order, and why the others were discarded.
 
     Games are shared equally among the groups (:func:`groups_of`); returns the indices of the
     accepted draws (at most ``games``) and per-reason discard counts over the draws up to the last
-    accepted one (all draws if the set is incomplete).
+    accepted one (all draws if the set is incomplete); ``split``: one side of a split is counted,
+    whose draws the other side takes are discarded as :data:`OTHER_SPLIT`.
     """
     band, n_groups = groups_of(distance, strata, cells, n_cells)
     stratified = bool(strata) or cells is not None
@@ -173,6 +227,8 @@ def accept(
     d = distance[:draws]
     by = {SAME_NODE: int(np.sum(d == SAME_NODE_CODE))}
     by.update({name: int(np.sum(d == code)) for code, name in UNREACHABLE_REASONS.items()})
+    if split:
+        by[OTHER_SPLIT] = int(np.sum(d == OTHER_SPLIT_CODE))
     if stratified:
         by[OUTSIDE_STRATA] = int(np.sum((d > 0) & (band[:draws] < 0)))
         by[STRATUM_FULL] = int(np.sum(band[:draws] >= 0)) - int(accepted.size)
@@ -254,12 +310,24 @@ def degree_strata_of(nodes: DataFrame, edges: DataFrame, quantiles: int) -> Degr
     return DegreeStrata(quantiles, table[ID].to_numpy(np.int64), in_stratum, out_stratum, in_cuts, out_cuts)
 
 
+def _games_table(draws: Draws, accepted: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "game_id": np.arange(accepted.size, dtype=np.int64),
+            "source": draws.source[accepted].astype(np.int64),
+            "target": draws.target[accepted].astype(np.int64),
+            "optimal_steps": draws.distance[accepted].astype(np.int32),
+        }
+    )
+
+
 def sample_games(
     nodes: DataFrame,
     edges: DataFrame,
     cfg: Any,
     graph_dir: str | None = None,
     degree_quantiles: int = 0,
+    split: Split | None = None,
 ) -> SampledGames:
     """``cfg.games`` games on the graph ``nodes``/``edges`` (see the module doc for the rules;
     ``cfg``: the sample_games job's settings, :class:`~wikigame_spark.jobs.sample_games.SampleGamesConfig`);
@@ -267,7 +335,8 @@ def sample_games(
 
     ``degree_quantiles`` k ≥ 2 shares the games equally among the k × k cells of the target's
     in-degree quantile and the source's out-degree quantile over all the graph's nodes (within each
-    optimal-length band when ``cfg`` asks for bands); 0 leaves popularity free."""
+    optimal-length band when ``cfg`` asks for bands); 0 leaves popularity free. ``split`` draws a
+    held-out eval set beside them (:class:`Split`), under the same bands and cells."""
     require_columns(nodes, NODES, "sample_games(nodes)")
     require_columns(edges, [SRC, DST], "sample_games(edges)")
     started = time.perf_counter()
@@ -294,21 +363,27 @@ def sample_games(
     prepared = time.perf_counter()
     strata = cfg.strata()
     limit = cfg.draw_limit()
+    wanted = [cfg.games] if split is None else [cfg.games, split.eval_games]
+    names = [""] if split is None else [f"{TRAIN} ", f"{EVAL} "]
     parts: list[Draws] = []
     done = 0
     while True:
         resolved = _concat(parts) if parts else Draws(*(np.empty(0, t) for t in (np.int64, np.int64, np.int32)))
-        distance = resolved.distance
         cells = degrees.cell(resolved.source, resolved.target) if degrees else None
-        accepted, counts = accept(distance, cfg.games, strata, cells, n_cells)
+        sides = split.sides(resolved.source, resolved.target) if split else None
+        seen = [on_side(resolved.distance, sides, k) for k in range(len(wanted))]
+        found = [accept(d, n, strata, cells, n_cells, split is not None) for d, n in zip(seen, wanted)]
         if done:  # the games the draws resolved so far make (draws resolve in batches: some go unused)
-            complete = counts["games"] == cfg.games
-            unused = f" (complete at draw {counts['draws']}: the {done - counts['draws']} after it unused)"
-            log.info("sample_games: %d draws resolved, %d of %d games%s", done, counts["games"], cfg.games,
-                     unused if complete else "")  # fmt: skip
-        if counts["games"] == cfg.games:
+            for name, n, (_, counts) in zip(names, wanted, found):
+                complete = counts["games"] == n
+                unused = f" (complete at draw {counts['draws']}: the {done - counts['draws']} after it unused)"
+                log.info("sample_games: %d draws resolved, %d of %d %sgames%s", done, counts["games"], n, name,
+                         unused if complete else "")  # fmt: skip
+        short = [k for k, (n, (_, counts)) in enumerate(zip(wanted, found)) if counts["games"] < n]
+        if not short:
             break
         if done >= limit:
+            name, n, counts = names[short[0]], wanted[short[0]], found[short[0]][1]
             bands = "".join(
                 f"; band {lo}-{hi} has {got} of {want}"
                 for (lo, hi), got, want in zip(strata, counts["band_games"], counts["band_quotas"])
@@ -317,37 +392,34 @@ def sample_games(
                 empty = sum(1 for got, want in zip(counts["band_games"], counts["band_quotas"]) if got < want)
                 bands = f"; {empty} of {len(counts['band_quotas'])} cells of degree quantiles (and bands) are short"
             raise ValueError(
-                f"only {counts['games']} of {cfg.games} games after {done} draws (max_draws){bands}: the graph "
+                f"only {counts['games']} of {n} {name}games after {done} draws (max_draws){bands}: the graph "
                 "has too few reachable pairs of that kind; lower --games, change --stratify or "
                 "--degree-quantiles, or raise --max-draws"
+                + (" (or raise --eval-share: the held-out nodes' pairs are eval's)" if name else "")
             )
-        chunk = _next_chunk(done, distance, cfg.games, strata, limit, cells, n_cells)
+        chunk = max(_next_chunk(done, seen[k], wanted[k], strata, limit, cells, n_cells) for k in short)
         parts.append(resolve_draws(oracle, cfg.seed, done, chunk))
         done += chunk
     searched = time.perf_counter()
     draws = _concat(parts)
-    table = pd.DataFrame(
-        {
-            "game_id": np.arange(accepted.size, dtype=np.int64),
-            "source": draws.source[accepted].astype(np.int64),
-            "target": draws.target[accepted].astype(np.int64),
-            "optimal_steps": draws.distance[accepted].astype(np.int32),
-        }
-    )
-    games = nodes.sparkSession.createDataFrame(table, GAMES).coalesce(1)
-    steps, freq = np.unique(table["optimal_steps"], return_counts=True)
-    counts.update(
-        {
-            "method": oracle.method,
-            "resolved_draws": done,
-            "eligible_targets": oracle.num_targets,
-            "sources": oracle.num_sources,
-            "largest_scc": cfg.largest_scc,
-            "largest_scc_nodes": oracle.giant_size,
-            "strata": [f"{lo}-{hi}" for lo, hi in strata],
-            **({"degree_strata": degrees.describe()} if degrees else {}),
-            "optimal_steps": {int(k): int(v) for k, v in zip(steps, freq)},
-        }
-    )
+    shared = {
+        "method": oracle.method,
+        "resolved_draws": done,
+        "eligible_targets": oracle.num_targets,
+        "sources": oracle.num_sources,
+        "largest_scc": cfg.largest_scc,
+        "largest_scc_nodes": oracle.giant_size,
+        "strata": [f"{lo}-{hi}" for lo, hi in strata],
+        **({"degree_strata": degrees.describe()} if degrees else {}),
+    }
+    sets = []
+    for accepted, counts in found:
+        table = _games_table(draws, accepted)
+        steps, freq = np.unique(table["optimal_steps"], return_counts=True)
+        counts.update({**shared, "optimal_steps": {int(k): int(v) for k, v in zip(steps, freq)}})
+        sets.append((nodes.sparkSession.createDataFrame(table, GAMES).coalesce(1), counts))
     timings = {"prepare": prepared - started, "search": searched - prepared}
-    return SampledGames(games=games, counts=counts, timings=timings)
+    (games, counts), *held = sets
+    if not held:
+        return SampledGames(games=games, counts=counts, timings=timings)
+    return SampledGames(games, counts, timings, eval_games=held[0][0], eval_counts=held[0][1])

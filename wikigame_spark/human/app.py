@@ -209,7 +209,9 @@ def create_app(arena: Arena, title: str = "Wikipedia Game", sessions: Sessions |
         name, gid = player_of(request), number(request.path_params["gid"], "the game")
         play = await run_in_threadpool(arena.view, name, gid)
         g = arena.graph
-        links = sorted(arena.offered(play), key=lambda n: (g.titles[n].casefold(), g.titles[n], n))
+        back = play.walk.back_page
+        offered = [n for n in arena.offered(play) if n != back]
+        links = sorted(offered, key=lambda n: (g.titles[n].casefold(), g.titles[n], n))
         return page(
             request,
             "game.html",
@@ -220,6 +222,7 @@ def create_app(arena: Arena, title: str = "Wikipedia Game", sessions: Sessions |
             titles=g.titles,
             summaries=g.summaries,
             links=links if play.outcome is None else [],
+            back=back if play.outcome is None else None,
             time_left=arena.time_left(play),
         )
 

@@ -1,7 +1,8 @@
 """The games people play and every player's progress, under the engine's rules.
 
 A player gets the games in ``game_id`` order, skipping those they finished; at each step they are
-offered exactly what the engine offers an agent (:func:`~wikigame_spark.play.engine.offered_links`).
+offered exactly what the engine offers an agent, under the same rules
+(:class:`~wikigame_spark.play.rules.Walk`: no revisits; the back button when the run allows it).
 Outcomes are the engine's (``success``, ``step_limit``, ``dead_end``) plus ``gave_up`` and
 ``time_limit``, the latter checked here, on the server, whenever a game is touched.
 
@@ -22,7 +23,7 @@ from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.human.journal import Journal, read_events
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.outcomes import DEAD_END, GAVE_UP, STEP_LIMIT, SUCCESS, TIME_LIMIT
-from wikigame_spark.play.engine import offered_links
+from wikigame_spark.play.rules import PAPER_RULES, Rules, Walk
 
 MAX_NAME = 40
 # Letters or digits first, then letters, digits, spaces and . ' - _ (any script): safe in a URL
@@ -56,10 +57,14 @@ class Play:
 
     player: str
     game: dict
-    route: list[int]
+    walk: Walk
     outcome: str | None = None
     elapsed_before: float = 0.0  # seconds recorded by the last event
     resumed_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def route(self) -> list[int]:
+        return self.walk.route
 
     @property
     def steps(self) -> int:
@@ -73,7 +78,14 @@ class Arena:
     """The games of one run and every player's plays, journalled at ``journal_path``."""
 
     def __init__(
-        self, graph: WorkerGraph, games: list[dict], journal_path: str, time_limit: float, max_steps: int, run: dict
+        self,
+        graph: WorkerGraph,
+        games: list[dict],
+        journal_path: str,
+        time_limit: float,
+        max_steps: int,
+        run: dict,
+        rules: Rules = PAPER_RULES,
     ) -> None:
         """``run`` (where the graph and games come from) heads a new journal and must match a resumed one's."""
         self.graph = graph
@@ -81,9 +93,12 @@ class Arena:
         self.order = sorted(self.games)
         self.time_limit = time_limit
         self.max_steps = max_steps
+        self.rules = rules
         self.plays: dict[tuple[str, int], Play] = {}
         self._lock = threading.Lock()
         head = {"event": "run", **run, "time_limit": time_limit, "max_steps": max_steps, "games": len(games)}
+        if rules.allow_back:  # a journal of the paper's rules keeps the head it always had
+            head["allow_back"] = True
         events = read_events(journal_path)
         if events and events[0] != head:
             changed = sorted(k for k in head.keys() | events[0].keys() if head.get(k) != events[0].get(k))
@@ -108,8 +123,8 @@ class Arena:
             return None
 
     def offered(self, play: Play) -> list[int]:
-        """The links the player may follow now, as the engine offers them to agents."""
-        return [int(n) for n in offered_links(self.graph, play.route)]
+        """The pages the player may move to now (the back page included), as the engine offers them to agents."""
+        return [int(n) for n in play.walk.offered(self.graph)]
 
     def time_left(self, play: Play) -> float | None:
         if not self.time_limit:
@@ -212,21 +227,21 @@ class Arena:
         key = (event["player"], int(event["game_id"]))
         if event["event"] == "start":
             game = self.games[key[1]]
-            play = self.plays[key] = Play(key[0], game, [int(game["source"])])
+            play = self.plays[key] = Play(key[0], game, Walk(int(game["source"]), self.rules))
             if play.route[0] == int(game["target"]):
                 play.outcome = SUCCESS
-            elif not offered_links(self.graph, play.route).size:
+            elif not play.walk.offered(self.graph).size:
                 play.outcome = DEAD_END
         else:
             play = self.plays[key]
         play.elapsed_before, play.resumed_at = float(event["elapsed"]), time.monotonic()
         if event["event"] == "move":
-            play.route.append(int(event["node"]))
+            play.walk.move(int(event["node"]))
             if play.route[-1] == int(play.game["target"]):
                 play.outcome = SUCCESS
             elif play.steps >= self.max_steps:
                 play.outcome = STEP_LIMIT
-            elif not offered_links(self.graph, play.route).size:
+            elif not play.walk.offered(self.graph).size:
                 play.outcome = DEAD_END
         elif event["event"] == "end":
             play.outcome = event["outcome"]

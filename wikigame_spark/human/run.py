@@ -15,6 +15,7 @@ from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GamesHandle, GraphHandle
 from wikigame_spark.human.arena import Arena, plays_rows
 from wikigame_spark.layout import JOURNAL, GamesDir
+from wikigame_spark.play.rules import PAPER_RULES, Rules
 from wikigame_spark.schemas import GAMES
 
 
@@ -37,12 +38,14 @@ def journal_path(graph: GraphHandle, run_name: str) -> str:
     return layout.join(graph.dir.human(run_name), JOURNAL)
 
 
-def open_arena(games: GamesHandle, run_name: str, time_limit: float, max_steps: int) -> Arena:
+def open_arena(
+    games: GamesHandle, run_name: str, time_limit: float, max_steps: int, rules: Rules = PAPER_RULES
+) -> Arena:
     """The run's arena: graph and games loaded, the journal replayed when the run is resumed."""
     graph = WorkerGraph.from_directory(games.graph.path)
     run = {"graph": games.graph.path, "games_dir": games.path}
     journal = journal_path(games.graph, run_name)
-    return Arena(graph, load_games(games.path, graph), journal, time_limit, max_steps, run)
+    return Arena(graph, load_games(games.path, graph), journal, time_limit, max_steps, run, rules)
 
 
 def finished_plays(arena: Arena) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from wikigame_spark.human.server import serve
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.layout import JOURNAL
 from wikigame_spark.play import record
+from wikigame_spark.play.rules import Rules
 from wikigame_spark.protocols import PAPER, PLAY_RULES
 from wikigame_spark.runner import Context, Input, InputKind, Job, NothingMade, Output, Result
 
@@ -36,6 +37,7 @@ class HumanPlayConfig:
     port: int = setting(8050, "port to listen on")
     time_limit: float = setting(600.0, "seconds per game, 0 for none")
     max_steps: int = setting(PLAY_RULES[PAPER]["max_steps"], "step limit, as for agents")
+    allow_back: bool = setting(PLAY_RULES[PAPER]["allow_back"], "a back button: the previous page is a move (a step)")
     experiment: str = setting("", EXPERIMENT_HELP)
     run_name: str = setting("human-play", "run name; the same name resumes the run")
 
@@ -58,7 +60,7 @@ def serve_games(ctx: Context) -> Arena:
     finished game records nothing."""
     s: HumanPlayConfig = ctx.settings
     games = ctx.inputs["games_dir"]
-    arena = human_run.open_arena(games, s.run_name, s.time_limit, s.max_steps)
+    arena = human_run.open_arena(games, s.run_name, s.time_limit, s.max_steps, Rules(allow_back=s.allow_back))
     print(f"human_play: serving {len(arena.order)} games on http://{s.host}:{s.port}/ (Ctrl-C to finish)", flush=True)
     serve(create_app(arena, f"Wikipedia Game — {games.graph.name}"), s.host, s.port)
     arena.expire_all()
@@ -86,6 +88,7 @@ def recorded(ctx: Context) -> Result:
         "agent": HUMAN,
         "model": "",  # the players' names are in the plays' model column
         "use_titles": "",
+        "allow_back": s.allow_back,
         "players": players,
         "journal": journal_file,
         **record.graph_params(games.graph.path, games.graph.manifest),

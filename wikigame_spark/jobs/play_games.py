@@ -67,6 +67,10 @@ class PlayConfig:
         PLAY_RULES[PAPER]["allow_revisits"],
         "offer visited pages too; a deterministic agent back in a state ends with `loop`",
     )
+    allow_back: bool = setting(
+        PLAY_RULES[PAPER]["allow_back"],
+        "offer the back button: the previous page of the player's history, a move that counts as a step",
+    )
     seed: int = setting(0, SEED_HELP)
     experiment: str = setting("", EXPERIMENT_HELP)
     run_name: str = setting(

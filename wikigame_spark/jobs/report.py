@@ -98,7 +98,9 @@ def report(ctx: Context) -> Result:
         mlflow.log_table(ev.routes.leaderboard, "leaderboard.json")
     outputs.write_files(ctx.stage(), files)
     log.info("report: compare the runs in the MLflow UI: %s", tracking.ui_hint(ctx.run.info.experiment_id))
-    best = ev.success.sort_values("success_rate", ascending=False).iloc[0]
+    baselines = {r.label for r in runs if evaluate.is_baseline(r.params)}
+    players = ev.success[~ev.success["label"].isin(baselines)]
+    best = (players if len(players) else ev.success).sort_values("success_rate", ascending=False).iloc[0]
     figures = sum(k.startswith("figures/") for k in files)
     summary = (
         f"wrote {ctx.output()} (report.md, report.html, {figures} figures, tables) and MLflow run "

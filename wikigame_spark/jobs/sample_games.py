@@ -1,4 +1,5 @@
-"""Games: uniformly random reachable (source, target) pairs with exact optimal lengths → GRAPH/games."""
+"""Games: uniformly random reachable (source, target) pairs with exact optimal lengths → GRAPH/games
+(and, with ``--eval-games``, a held-out eval set whose targets no train game has → GRAPH/games_eval)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from wikigame_spark.config import (
 from wikigame_spark.evaluation.bands import parse_bands
 from wikigame_spark.graph import distances
 from wikigame_spark.graph.frame import read_graph
-from wikigame_spark.graph.sampling import sample_games
+from wikigame_spark.graph.sampling import EVAL, TRAIN, SampledGames, Split, sample_games
 from wikigame_spark.layout import GamesDir
 from wikigame_spark.protocols import LLM_WIKIRACE, PAPER, PROTOCOLS
 from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
@@ -62,6 +63,11 @@ class SampleGamesConfig:
         "", "where the local method's mapped graph files are made (default GRAPH/cache)", changes_output=False
     )
     max_draws: int = setting(0, "give up after this many draws (0: 1000 x games + 100000)")
+    eval_games: int = setting(0, "also draw a held-out eval set of this many games, no target shared with --games'")
+    eval_output: str = setting("", "the eval set's folder (default: the games folder's name + _eval, beside it)")
+    split_seed: int = setting(0, "the seed that chooses which nodes are held out for eval")
+    eval_share: float = setting(0.0, "share of the nodes held out as eval targets (0: eval games / all games)")
+    split_sources: bool = setting(False, "keep the eval games' sources apart from the train games' too")
     protocol: str = setting(
         PAPER,
         "the study whose defaults apply (llm-wikirace: largest SCC, bands 3-4,5-6,7-8)",
@@ -72,7 +78,11 @@ class SampleGamesConfig:
 
     def validate(self) -> None:
         positive(self, "bfs_batch_pairs")
-        non_negative(self, "games", "degree_quantiles")
+        non_negative(self, "games", "degree_quantiles", "eval_games")
+        if not 0 <= self.eval_share < 1:
+            raise ConfigError(f"--eval-share {self.eval_share}: a share of the nodes, at least 0 and below 1")
+        if (self.eval_share or self.eval_output or self.split_sources) and not self.eval_games:
+            raise ConfigError("--eval-share, --eval-output and --split-sources shape a split: give --eval-games too")
         if self.degree_quantiles == 1:
             raise ConfigError("--degree-quantiles 1: ask for at least 2 quantiles, or 0 for none")
         check_seed(self)
@@ -91,7 +101,18 @@ class SampleGamesConfig:
         return parse_bands(self.stratify, "--stratify")
 
     def draw_limit(self) -> int:
-        return self.max_draws or 1000 * self.games + 100_000
+        return self.max_draws or 1000 * (self.games + self.eval_games) + 100_000
+
+    def split(self) -> Split | None:
+        """The held-out eval set asked for (None: no split)."""
+        if not self.eval_games:
+            return None
+        share = self.eval_share or self.eval_games / (self.games + self.eval_games)
+        return Split(self.eval_games, self.split_seed, share, self.split_sources)
+
+
+def eval_output(s: SampleGamesConfig, games: str) -> str:
+    return s.eval_output or f"{games.rstrip('/')}_eval"
 
 
 def sample(ctx: Context) -> Result:
@@ -102,10 +123,40 @@ def sample(ctx: Context) -> Result:
         s = dataclasses.replace(s, games=max(min(nodes, DEFAULT_GAMES), len(s.strata())))
         log.info("sample_games: %d games, one per node of the graph (at most %d; --games sets it)", s.games,
                  DEFAULT_GAMES)  # fmt: skip
-    sampled = sample_games(graph.nodes, graph.edges, s, graph.handle, degree_quantiles=s.degree_quantiles)
-    parquet.write_tables(ctx.stage(), {layout.GAMES_TABLE: (sampled.games, GAMES)})
+    split = s.split()
+    sampled = sample_games(graph.nodes, graph.edges, s, graph.handle, s.degree_quantiles, split)
+    sets = {"": sampled.games} if split is None else {"": sampled.games, EVAL: sampled.eval_games}
+    for key, games in sets.items():
+        parquet.write_tables(ctx.stage(key), {layout.GAMES_TABLE: (games, GAMES)})
+    manifests = {key: _manifest(s, graph, counts) for key, counts in _counts(sampled).items()}
+    if split is not None:
+        where = {TRAIN: ctx.output(), EVAL: ctx.output(EVAL)}
+        for key, side in (("", TRAIN), (EVAL, EVAL)):
+            manifests[key]["split"] = {"side": side, **split.describe(s.games), "folders": where}
     c = sampled.counts
-    manifest = {
+    tracking.log_metrics(c["discarded_by"], prefix="discarded.")
+    tracking.log_json({**manifests[""], **ctx.provenance()}, "manifest.json")
+    by = ", ".join(f"{k} {v}" for k, v in c["discarded_by"].items() if v)
+    summary = (
+        f"wrote {GamesDir(ctx.output()).games} and {layout.manifest(ctx.output())} (MLflow run {ctx.run.info.run_id}): "
+        f"{c['games']} games from {c['draws']} draws, {c['discarded']} discarded ({by}); "
+        f"optimal steps {c['optimal_steps']} ({c['method']})"
+    )
+    metrics = {k: c[k] for k in ("games", "draws", "discarded", "unreachable")}
+    if split is not None:
+        e = sampled.eval_counts
+        summary += f"; and {e['games']} held-out eval games (no target shared) in {ctx.output(EVAL)}"
+        tracking.log_json({**manifests[EVAL], **ctx.provenance()}, "eval_manifest.json")
+        metrics["eval_games"] = e["games"]
+    return Result(summary, manifests=manifests, metrics=metrics)
+
+
+def _counts(sampled: SampledGames) -> dict[str, dict]:
+    return {"": sampled.counts, **({EVAL: sampled.eval_counts} if sampled.eval_counts else {})}
+
+
+def _manifest(s: SampleGamesConfig, graph, c: dict) -> dict:
+    return {
         "kind": KIND,
         "seed": s.seed,
         "games": c["games"],
@@ -114,16 +165,11 @@ def sample(ctx: Context) -> Result:
         "counts": c,
         "graph": graph.identity(),
     }
-    tracking.log_metrics(c["discarded_by"], prefix="discarded.")
-    tracking.log_json({**manifest, **ctx.provenance()}, "manifest.json")
-    by = ", ".join(f"{k} {v}" for k, v in c["discarded_by"].items() if v)
-    summary = (
-        f"wrote {GamesDir(ctx.output()).games} and {layout.manifest(ctx.output())} (MLflow run {ctx.run.info.run_id}): "
-        f"{c['games']} games from {c['draws']} draws, {c['discarded']} discarded ({by}); "
-        f"optimal steps {c['optimal_steps']} ({c['method']})"
-    )
-    metrics = {k: c[k] for k in ("games", "draws", "discarded", "unreachable")}
-    return Result(summary, manifests={"": manifest}, metrics=metrics)
+
+
+def _outputs(s: SampleGamesConfig, inputs: dict) -> dict[str, str]:
+    games = s.output or inputs["graph"].dir.games
+    return {"": games} if not s.eval_games else {"": games, EVAL: eval_output(s, games)}
 
 
 JOB = Job(
@@ -132,6 +178,6 @@ JOB = Job(
     settings=SampleGamesConfig,
     body=sample,
     inputs=(Input("graph", InputKind.GRAPH, cache_setting="cache_dir"),),
-    outputs=(Output(lambda s, inputs: {"": s.output or inputs["graph"].dir.games}, what="games", kind=KIND),),
+    outputs=(Output(_outputs, what="games", kind=KIND),),
     run_name=lambda ctx: f"sample_games seed={ctx.settings.seed}",
 )

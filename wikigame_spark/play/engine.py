@@ -1,11 +1,12 @@
 """The game engine: the paper's rules, enforced for every agent.
 
-The player starts at the source and knows the target. At each step it is offered the current
-page's links minus the pages already visited (the paper), or all of them (``allow_revisits``,
-LLM-WikiRace), and must pick one. A game ends with ``success`` (the target is reached),
-``step_limit`` (``max_steps`` moves made), ``dead_end`` (nothing left to offer), ``loop`` (a
-deterministic agent is back in a state it has been in: page and offered links, so it would
-cycle to the step limit), or an outcome the agent ends it with (e.g. an LLM's ``hallucination``).
+The player starts at the source and knows the target. At each step it is offered what the rules
+offer (:mod:`wikigame_spark.play.rules`: the current page's links minus the pages already visited,
+or all of them with ``allow_revisits``, and the back button with ``allow_back``) and must pick one.
+A game ends with ``success`` (the target is reached), ``step_limit`` (``max_steps`` moves made),
+``dead_end`` (nothing left to offer), ``loop`` (a deterministic agent is back in a state it has
+been in: page, offered links and, with the back button, history, so it would cycle to the step
+limit), or an outcome the agent ends it with (e.g. an LLM's ``hallucination``).
 ``steps`` counts pages moved to. All active games of a partition advance together, one step
 per round, so an agent sees a batch of requests at a time.
 """
@@ -25,6 +26,7 @@ from wikigame_spark.graph import mapped
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.outcomes import DEAD_END, INVALID_CHOICE, LOOP, STEP_LIMIT, SUCCESS
+from wikigame_spark.play.rules import PAPER_RULES, Rules, Walk
 from wikigame_spark.schemas import GAMES, PLAYS, require_columns
 
 log = logging.getLogger(__name__)
@@ -38,37 +40,28 @@ class _Game:
         "outcome",
         "prompt_tokens",
         "queries",
-        "route",
         "seconds",
         "states",
+        "walk",
     )
 
-    def __init__(self, game: dict) -> None:
+    def __init__(self, game: dict, rules: Rules) -> None:
         self.game = game
-        self.route = [int(game["source"])]
-        self.states: dict[tuple, int] = {}  # (page, offered links) → the step it was first seen at
-        self.outcome = SUCCESS if self.route[0] == int(game["target"]) else None
+        self.walk = Walk(int(game["source"]), rules)
+        self.states: dict[tuple, int] = {}  # (state, offered links) → the step it was first seen at
+        self.outcome = SUCCESS if self.walk.current == int(game["target"]) else None
         self.queries = self.prompt_tokens = self.completion_tokens = 0
         self.seconds = 0.0
         self.detail = None
 
 
-def offered_links(graph: WorkerGraph, route: list[int], allow_revisits: bool = False) -> np.ndarray:
-    """What a player at ``route[-1]`` may follow, ascending node ids: its out-links, minus the
-    pages already visited unless revisits are allowed."""
-    links = graph.out_links(route[-1])
-    if allow_revisits or not links.size:
-        return links
-    return links[~np.isin(links, route)]
-
-
 def _repeats(g: _Game, offered: np.ndarray) -> bool:
     """Record the game's state; True when it was in it before (the game then ends as a loop)."""
-    step = len(g.route) - 1
-    first = g.states.setdefault((g.route[-1], offered.tobytes()), step)
+    step = len(g.walk.route) - 1
+    first = g.states.setdefault((g.walk.state(), offered.tobytes()), step)
     if first == step:
         return False
-    g.detail = f"step {step} is back in the state of step {first} (page {g.route[-1]}, the same links offered)"
+    g.detail = f"step {step} is back in the state of step {first} (page {g.walk.current}, the same links offered)"
     return True
 
 
@@ -79,31 +72,39 @@ def play_games(
     max_steps: int,
     agent_name: str,
     model: str | None,
-    allow_revisits: bool = False,
+    rules: Rules = PAPER_RULES,
 ) -> list[dict]:
     """Play ``games`` (dicts with game_id, source, target, optimal_steps) to the end; PLAYS rows.
 
     Loops are detected only for agents whose choice depends on nothing but the state
     (``Agent.deterministic``): any other agent may choose differently on a second visit. Only
-    with revisits can a page (and so a state) come back, so only then are the states kept: they
-    are the one per-step cost of a worker's memory.
+    with revisits or the back button can a page (and so a state) come back, so only then are the
+    states kept: they are the one per-step cost of a worker's memory.
     """
-    state = [_Game(g) for g in games]
+    state = [_Game(g, rules) for g in games]
+    revisiting = rules.allow_revisits or rules.allow_back
     active = [g for g in state if g.outcome is None]
     while active:
         asking, requests = [], []
         for g in active:
-            offered = offered_links(graph, g.route, allow_revisits)
+            offered = g.walk.offered(graph)
             if offered.size == 0:
                 g.outcome = DEAD_END
                 continue
-            if agent.deterministic and allow_revisits and _repeats(g, offered):
+            if agent.deterministic and revisiting and _repeats(g, offered):
                 g.outcome = LOOP
                 continue
             asking.append(g)
+            route = g.walk.route
             requests.append(
                 StepRequest(
-                    int(g.game["game_id"]), len(g.route) - 1, g.route[-1], int(g.game["target"]), offered, list(g.route)
+                    int(g.game["game_id"]),
+                    len(route) - 1,
+                    route[-1],
+                    int(g.game["target"]),
+                    offered,
+                    list(route),
+                    g.walk.back_page,
                 )
             )
         started = time.perf_counter()
@@ -124,10 +125,10 @@ def play_games(
                 g.outcome = INVALID_CHOICE
                 g.detail = f"agent chose {choice.node}, which was not offered"
                 continue
-            g.route.append(int(choice.node))
+            g.walk.move(choice.node)
             if choice.node == request.target:
                 g.outcome = SUCCESS
-            elif len(g.route) - 1 >= max_steps:
+            elif len(g.walk.route) - 1 >= max_steps:
                 g.outcome = STEP_LIMIT
         active = [g for g in active if g.outcome is None]
     return [
@@ -136,9 +137,9 @@ def play_games(
             "agent": agent_name,
             "model": model,
             "outcome": g.outcome,
-            "steps": len(g.route) - 1,
+            "steps": len(g.walk.route) - 1,
             "optimal_steps": int(g.game["optimal_steps"]),
-            "route": g.route,
+            "route": g.walk.route,
             "source": int(g.game["source"]),
             "target": int(g.game["target"]),
             "queries": g.queries,
@@ -158,7 +159,7 @@ def play_stage(
     max_steps: int,
     partitions: int,
     model: str | None = None,
-    allow_revisits: bool = False,
+    rules: Rules = PAPER_RULES,
 ) -> DataFrame:
     """GAMES → PLAYS, games spread over ``partitions`` tasks, each played by a pandas UDF.
 
@@ -174,7 +175,7 @@ def play_stage(
         graph = mapped.mapped_graph(files)
         agent = worker_agent(spec, graph)
         for pdf in batches:
-            rows = play_games(pdf.to_dict("records"), graph, agent, max_steps, spec.name, model, allow_revisits)
+            rows = play_games(pdf.to_dict("records"), graph, agent, max_steps, spec.name, model, rules)
             yield pd.DataFrame(rows, columns=PLAYS.fieldNames())
 
     return games.select(*GAMES.fieldNames()).repartition(partitions, "game_id").mapInPandas(run, PLAYS)

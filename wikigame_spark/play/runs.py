@@ -28,6 +28,7 @@ from wikigame_spark.handles import GamesHandle, GraphHandle
 from wikigame_spark.layout import GAMES_TABLE, PlaysDir
 from wikigame_spark.play import record
 from wikigame_spark.play.engine import play_stage
+from wikigame_spark.play.rules import Rules
 from wikigame_spark.progress import duration
 from wikigame_spark.schemas import GAMES, PLAYS
 from wikigame_spark.storage import Folder
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 # Shared settings that change the plays (a resume must keep them), beside the agents' options
 # marked so (``option(…, plays=True)``); the rest (timeouts, concurrency, caches, partitions) only
 # change how fast they are made.
-PLAY_SETTINGS = ("use_titles", "allow_revisits", "protocol", "chunk_games")
+PLAY_SETTINGS = ("use_titles", "allow_revisits", "allow_back", "protocol", "chunk_games")
 
 
 @dataclass
@@ -129,7 +130,8 @@ def play_chunks(
             log.info("chunk %d: playing again the %d games the server never answered", c, replays)
             kept = record.unanswered(record.read_chunks(spark, output, [c]), answered=True)
             part = part.join(kept.select("game_id"), "game_id", "left_anti")
-        plays = play_stage(part, graph, spec, cfg.max_steps, partitions, agent_model(cfg), cfg.allow_revisits)
+        rules = Rules(cfg.allow_revisits, cfg.allow_back)
+        plays = play_stage(part, graph, spec, cfg.max_steps, partitions, agent_model(cfg), rules)
         if replays:  # read back, a route's items are nullable: the contract's types again, as they were
             plays = kept.mapInPandas(lambda batches: batches, PLAYS).unionByName(plays)
         count = record.write_chunk(spark, output, c, plays, made_by, replace=bool(replays))

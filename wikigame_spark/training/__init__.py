@@ -1,0 +1,1 @@
+"""Training data from the games: decision records with exact optimal moves, and chat examples."""
