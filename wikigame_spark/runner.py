@@ -64,6 +64,7 @@ class Input:
     default: Callable[[dict], str] | None = None
     bound_to: str = ""
     cache_setting: str = ""  # a graph's cache folder setting (default GRAPH/cache)
+    optional: bool = False  # with no path given nor defaulted, the body gets None
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,9 @@ class Job:
             if spec.setting in ctx.inputs:
                 continue
             path = getattr(ctx.settings, spec.setting) or (spec.default(ctx.inputs) if spec.default else "")
+            if not path and spec.optional:
+                ctx.inputs[spec.setting] = None
+                continue
             opened = _open_input(spec, path, ctx, spark)
             if opened is None:  # a URI that needs the session
                 return
@@ -342,7 +346,7 @@ def _tag_inputs(ctx: Context) -> None:
             ctx.tags.update(graph=handle.name, graph_kind=str(handle.manifest.get("kind")))
             ctx.identity.setdefault("graph_manifest_sha1", handle.sha1)
         elif isinstance(handle, GamesHandle):
-            ctx.tags["games"] = handle.path
+            ctx.tags.setdefault("games", handle.path)  # the first: the games a job is about
 
 
 def _log_datasets(ctx: Context) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.graph.graphs import parquet_graph
-from wikigame_spark.graph.optimal import expert_route, in_links, optimal_choice, optimal_links
+from wikigame_spark.graph.optimal import Searches, descend, optimal_choice, optimal_links
 from wikigame_spark.graph.profiles import UNREACHED
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.rules import Rules
@@ -41,18 +41,20 @@ def to_target(d: nx.DiGraph, target: int) -> dict[int, int]:
 
 def check_routes(g: WorkerGraph, d: nx.DiGraph, pairs, seed: int = 0) -> int:
     """Every expert route is a shortest path whose every move is optimal by networkx's distances,
-    and every scored step's optimal set is exactly the offered pages at the least distance."""
-    links = in_links(g)
+    and every scored step's optimal set is exactly the offered pages at the least distance — by
+    pair searches and by a whole backward search alike."""
     checked = 0
     for game, (s, t) in enumerate(pairs):
         dist = dict(to_target(d, t))
-        route = expert_route(g, links, s, t, seed, game)
+        by_pairs, whole = Searches(g).to(t, 0), Searches(g, bfs_pages=0).to(t, 0)
+        route = descend(g, by_pairs, s, seed, game)
+        assert route == descend(g, whole, s, seed, game)
         if s not in dist:
             assert route is None
             continue
         assert len(route) - 1 == dist[s] and route[0] == s and route[-1] == t
         for rules in (Rules(), Rules(allow_revisits=True), Rules(allow_back=True)):
-            (steps,) = score_routes(g, links, t, [(route, rules)])
+            (steps,) = score_routes(g, by_pairs if rules.allow_back else whole, [(route, rules)])
             for step in steps:
                 want = {int(v) for v in step.offered if v in dist}
                 best = min((dist[v] for v in want), default=None)
@@ -83,9 +85,9 @@ def test_expert_routes_on_a_generated_graph_with_many_ties():
 
 def test_ties_are_broken_by_the_seed_and_only_by_it():
     g = generated()
-    links = in_links(g)
-    routes = {seed: [expert_route(g, links, 7, 11_111, seed, game) for game in range(20)] for seed in (0, 0, 1)}
-    assert routes[0] == [expert_route(g, links, 7, 11_111, 0, game) for game in range(20)]
+    to = Searches(g).to(11_111, 0)
+    routes = {seed: [descend(g, to, 7, seed, game) for game in range(20)] for seed in (0, 1)}
+    assert routes[0] == [descend(g, Searches(g).to(11_111, 0), 7, 0, game) for game in range(20)]
     assert any(a != b for a, b in zip(routes[0], routes[1]))  # another seed takes other shortest paths
 
 
@@ -101,7 +103,7 @@ def test_scores_of_a_wandering_route():
         if not out:
             break
         route.append(max(out, key=lambda v: dist.get(v, 99)))
-    (steps,) = score_routes(g, in_links(g), t, [(route, Rules())])
+    (steps,) = score_routes(g, Searches(g).to(t, 0), [(route, Rules())])
     assert [s.move for s in steps] == route[1:]
     for s in steps:
         best = min(dist[int(v)] for v in s.offered if int(v) in dist)
@@ -113,12 +115,12 @@ def test_scores_of_a_wandering_route():
 
 def test_no_optimal_link_when_nothing_offered_reaches():
     offered = np.array([3, 4])
-    distance = np.full(6, UNREACHED, dtype=np.int32)
-    assert optimal_links(offered, distance).size == 0 and optimal_choice(offered, distance, 0, 0, 0) is None
+    distances = np.full(2, UNREACHED, dtype=np.int32)
+    assert optimal_links(offered, distances).size == 0 and optimal_choice(offered, distances, 0, 0, 0) is None
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_optimal_choice_is_among_the_nearest(seed):
     offered = np.array([1, 2, 3, 4])
-    distance = np.array([0, 3, 2, 2, 5], dtype=np.int32)
-    assert optimal_choice(offered, distance, seed, 4, 2) in (2, 3)
+    distances = np.array([3, 2, 2, UNREACHED], dtype=np.int32)
+    assert optimal_choice(offered, distances, seed, 4, 2) in (2, 3)

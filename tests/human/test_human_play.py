@@ -650,6 +650,27 @@ def test_time_limit_is_enforced_by_the_server(ltg, driver, tmp_path, env, spark)
     assert got == [("Eve", "time_limit", 0, 3.0), ("Fay", "time_limit", 1, 3.0)]
 
 
+def test_the_back_button_is_a_step_in_the_browser_and_in_the_record(ltg, driver, tmp_path, env, spark):
+    argv = ["--graph", ltg["graph"], "--games-dir", ltg["games_dir"], "--experiment", "back"]
+    srv = HumanPlayServer([*argv, "--run-name", "back", "--allow-back"], {}, str(tmp_path / "log")).start()
+    try:
+        g, _ = game_zero(ltg)
+        source = int(g.source)
+        away = next(v for v in sorted(ltg["adj"][source]) if v != int(g.target))  # not the end of the game
+        start_playing(driver, srv, "Gus")
+        assert not driver.find_elements(By.ID, "back")  # nothing to go back to at the source
+        click(driver, away)
+        assert driver.find_element(By.ID, "back").get_attribute("data-node-id") == str(source)
+        follow(driver, driver.find_element(By.ID, "back"))
+        assert text(driver, "steps") == "2" and text(driver, "current-title") == ltg["title"][source]
+        assert not driver.find_elements(By.CSS_SELECTOR, f'button[data-node-id="{away}"]')  # visited
+        follow(driver, driver.find_element(By.ID, "give-up"))
+    finally:
+        assert srv.stop(signal.SIGINT) == 0, srv.log()
+    plays = spark.read.schema(PLAYS).parquet(f"{ltg['graph']}/plays/back/part-*/plays").toPandas()
+    assert [list(r) for r in plays.route] == [[source, away, source]] and list(plays.steps) == [2]
+
+
 def test_markup_titles_and_names_are_text(tmp_path, driver, env, spark):
     """A graph whose every title and summary is markup, games from jobs/sample_games.py, a player
     whose name needs quoting in a URL: all of it shows as text."""

@@ -143,6 +143,7 @@ def test_wikipedia_chain_build_sample_play_report(tmp_path, env):
     assert train["games"] == 30 and evals["games"] == 8 and train["split"]["side"] == "train"
     made = json.load(open(f"{graph}/train_decisions/manifest.json"))
     assert made["by_player"]["expert"]["optimal_share"] == 1.0 and made["sft_examples"] == made["records"] > 0
+    assert made["eval"]["games"] == f"{graph}/train_eval" and made["eval"]["records"] > 0
 
 
 @pytest.mark.slow

@@ -149,3 +149,24 @@ def test_a_run_of_other_games_is_refused(ltg_graph, setup, tmp_path):
     with pytest.raises(ValueError, match="played other games"):
         decision_records.main([*argv, "--output", str(tmp_path / "out")])
     assert not os.path.exists(tmp_path / "out" / "manifest.json")
+
+
+def test_a_split_gives_train_and_held_out_eval_records_in_one_command(ltg_graph, setup, tmp_path):
+    from jobs import sample_games
+
+    train = str(tmp_path / "train")
+    argv = ["--graph", ltg_graph, "--games", "30", "--eval-games", "10", "--output", train, "--experiment", "t"]
+    assert sample_games.main(argv) == 0
+    out = str(tmp_path / "records")
+    argv = ["--graph", ltg_graph, "--games-dir", train, "--output", out, "--experiment", "t"]
+    assert decision_records.main(argv) == 0
+    with open(os.path.join(out, "manifest.json")) as f:
+        manifest = json.load(f)
+    held = manifest["eval"]
+    assert held["games"] == f"{train}_eval" and held["by_player"]["expert"]["optimal_share"] == 1.0
+    evals = pq.read_table(os.path.join(f"{train}_eval", "games")).to_pandas()
+    rows = pq.read_table(os.path.join(out, "eval", "decisions")).to_pandas()
+    assert len(rows) == held["records"] == evals["optimal_steps"].sum()
+    assert len(json_lines(f"{out}/eval/sft")) == held["sft_examples"] == len(rows)
+    trained = pq.read_table(os.path.join(out, "decisions")).to_pandas()
+    assert not set(trained["target"]) & set(rows["target"])  # the held-out targets stay held out

@@ -7,7 +7,7 @@ agent's moves that match the hub's choice at the same step says how much of its 
 heuristic alone explains, and the share that match it without being optimal how much of its play
 is hub-seeking that costs it steps. Every move is replayed under its run's rules
 (:mod:`wikigame_spark.play.steps`: the offered pages, the optimal ones, whether it was the back
-button), with the routes to one target scored by one backward search.
+button), with the routes to one target scored together.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from wikigame_spark.agents.hub import hub_choice
 from wikigame_spark.graph import mapped
 from wikigame_spark.graph.centrality import PAGERANK, ensure_centrality, load_centrality
 from wikigame_spark.graph.frame import GraphFramesUnavailable
-from wikigame_spark.graph.optimal import in_links
+from wikigame_spark.graph.optimal import Searches
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.outcomes import SUCCESS
 from wikigame_spark.play.rules import Rules
@@ -44,11 +44,12 @@ def _graph_moves(spark: SparkSession, graph_dir: str, plays: pd.DataFrame, rules
     handle = GraphHandle.open(graph_dir, spark)
     graph = mapped.mapped_graph(mapped.ensure_graph(spark, handle))
     scores = load_centrality(ensure_centrality(spark, handle), PAGERANK)
-    links = in_links(graph)
+    searches = Searches(graph)
     counts = np.zeros((len(plays), 5), dtype=np.int64)
     for target, group in plays.groupby("target", sort=False):
         routes = [([int(v) for v in r], rules[run]) for r, run in zip(group["route"], group["run_id"])]
-        for i, steps in zip(group.index, score_routes(graph, links, int(target), routes)):
+        distances = searches.to(int(target), searches.expected_pages(sum(len(r) - 1 for r, _ in routes)))
+        for i, steps in zip(group.index, score_routes(graph, distances, routes)):
             for s in steps:
                 hub = hub_choice(s.offered, scores) == s.move
                 counts[i] += (1, s.is_optimal, hub, hub and not s.is_optimal, s.back)

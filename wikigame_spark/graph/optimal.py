@@ -1,34 +1,43 @@
-"""Optimal moves: every page's exact distance to a target, and the offered pages nearest it.
+"""Optimal moves: the exact distance to a target of the pages a player is offered, and the offered
+pages nearest it.
 
-One backward BFS per target on the in-links (:func:`~wikigame_spark.graph.profiles.backward_distances`)
-gives the distance of every page to it, so every step of every game with that target — an
-expert's, an agent's, a person's — is scored by one search. An optimal move is to an offered page
-at the least distance (finite); among several, the seed breaks the tie, so an expert's route (the
-``oracle`` agent's, the decision records') is a function of (seed, game, step).
+The distances to one target are found the cheaper of two exact ways, as the report's distance
+profiles choose (:class:`~wikigame_spark.graph.profiles.ProfileGraph`): one backward BFS on the
+in-links gives every page's distance at once and costs about the links it follows, whatever the
+number of pages asked; one bidirectional search per page (after the SCC condensation has settled
+the unreachable ones) costs per page. :class:`Searches` takes the BFS when a target's routes ask
+about :data:`BFS_PAGES` pages or more, else the pair searches (``bench/bench_decisions.py``
+measures both). An optimal move is to an offered page at the least
+finite distance; among several, the seed breaks the tie, so an expert's route (the ``oracle``
+agent's, the decision records') is a function of (seed, game, step).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from wikigame_spark.graph.csr import transpose
-from wikigame_spark.graph.profiles import UNREACHED, backward_distances
+from wikigame_spark.graph.profiles import UNREACHED, ProfileGraph, backward_distances
 from wikigame_spark.graph.worker_graph import WorkerGraph
 
+# A whole backward search costs about as much as this many pair searches of offered pages, measured
+# at 1 M nodes / 32 M edges by bench/bench_decisions.py (1.5–1.9 s a target against 0.3–0.7 ms a
+# page: offered pages, many without a path, cost more per page than a route's, hence below the
+# distance profiles' BFS_PAGES).
+BFS_PAGES = 3_000
 
-def optimal_links(offered: np.ndarray, distance: np.ndarray) -> np.ndarray:
-    """The offered pages at the least finite distance (``distance``: the target's array, by node
-    id), ascending; empty when none of them reaches the target."""
-    d = distance[offered]
-    reach = d != UNREACHED
+
+def optimal_links(offered: np.ndarray, distances: np.ndarray) -> np.ndarray:
+    """The offered pages at the least finite distance (``distances`` aligned with ``offered``),
+    ascending; empty when none of them reaches the target."""
+    reach = distances != UNREACHED
     if not reach.any():
         return offered[:0]
-    return offered[reach & (d == d[reach].min())]
+    return offered[reach & (distances == distances[reach].min())]
 
 
-def optimal_choice(offered: np.ndarray, distance: np.ndarray, seed: int, game_id: int, step: int) -> int | None:
+def optimal_choice(offered: np.ndarray, distances: np.ndarray, seed: int, game_id: int, step: int) -> int | None:
     """One optimal move, the tie broken by (seed, game, step); None when no offered page reaches."""
-    best = optimal_links(offered, distance)
+    best = optimal_links(offered, distances)
     if not best.size:
         return None
     if best.size == 1:
@@ -36,41 +45,62 @@ def optimal_choice(offered: np.ndarray, distance: np.ndarray, seed: int, game_id
     return int(best[np.random.default_rng([seed, game_id, step, 2]).integers(best.size)])
 
 
+class Distances:
+    """Exact distances to one target, asked for by pages: read from a whole backward search, or
+    found by a pair search per page not asked before."""
+
+    def __init__(self, profile: ProfileGraph, target: int, whole: np.ndarray | None) -> None:
+        self.profile, self.target, self.whole = profile, int(target), whole
+        self.known: dict[int, int] = {}
+
+    def __call__(self, pages: np.ndarray) -> np.ndarray:
+        """The distance (int32) of each of ``pages`` to the target; :data:`UNREACHED` where none."""
+        pages = np.asarray(pages, dtype=np.int64)
+        if self.whole is not None:
+            return self.whole[pages]
+        new = np.array([p for p in np.unique(pages).tolist() if p not in self.known], dtype=np.int64)
+        if new.size:
+            found = self.profile.pair_distances(new, np.full(new.size, self.target, dtype=np.int64))
+            self.known.update(zip(new.tolist(), found.tolist()))
+        return np.array([self.known[p] for p in pages.tolist()], dtype=np.int32)
+
+
+class Searches:
+    """A worker's searches to targets on one graph (ids 0…N−1), the in-links and the SCC
+    condensation each built on first use."""
+
+    def __init__(self, graph: WorkerGraph, bfs_pages: int = BFS_PAGES) -> None:
+        self.graph = graph
+        self.bfs_pages = bfs_pages
+        self.profile = ProfileGraph(np.arange(graph.indptr.size - 1, dtype=np.int64), graph.indptr, graph.indices)
+
+    def to(self, target: int, pages: int) -> Distances:
+        """The distances to ``target`` for routes that will ask about ``pages`` pages."""
+        whole = backward_distances(*self.profile.in_links, int(target)) if pages >= self.bfs_pages else None
+        return Distances(self.profile, target, whole)
+
+    def expected_pages(self, steps: int) -> int:
+        """What an expert's route of ``steps`` moves asks about: the links of its pages, on average."""
+        return int(steps * self.graph.indices.size / max(self.graph.indptr.size - 1, 1)) + 1
+
+
 def descend(
-    graph: WorkerGraph, distance: np.ndarray, source: int, target: int, seed: int, game_id: int, first_step: int = 0
+    graph: WorkerGraph, distances: Distances, source: int, seed: int, game_id: int, first_step: int = 0
 ) -> list[int] | None:
-    """A shortest route from ``source`` to ``target`` down ``distance`` (the target's array, exact
-    at least up to the source's distance; None: unreachable), each move an optimal one with ties
-    broken as :func:`optimal_choice` breaks them, the first being step ``first_step`` of the game.
-    A route that only descends never revisits, so it is the same under every rule of
-    :mod:`~wikigame_spark.play.rules`."""
-    if distance[source] == UNREACHED:
+    """A shortest route from ``source`` to the target of ``distances`` (None: unreachable), each move
+    an optimal one with ties broken as :func:`optimal_choice` breaks them, the first being step
+    ``first_step`` of the game. A route that only descends never revisits, so it is the same under
+    every rule of :mod:`~wikigame_spark.play.rules`."""
+    (here,) = distances(np.array([source]))
+    if here == UNREACHED:
         return None
     route = [int(source)]
     step = first_step
-    while route[-1] != target:
+    while here > 0:
         links = graph.out_links(route[-1])
-        nearer = links[distance[links] == distance[route[-1]] - 1]
-        route.append(optimal_choice(nearer, distance, seed, game_id, step))
+        d = distances(links)
+        nearer = d == here - 1
+        route.append(optimal_choice(links[nearer], d[nearer], seed, game_id, step))
+        here -= 1
         step += 1
     return route
-
-
-def expert_route(
-    graph: WorkerGraph,
-    in_links: tuple[np.ndarray, np.ndarray],
-    source: int,
-    target: int,
-    seed: int,
-    game_id: int,
-    first_step: int = 0,
-) -> list[int] | None:
-    """:func:`descend` after a backward search from ``target`` stopped once the source is settled
-    (which settles every page nearer the target)."""
-    distance = backward_distances(*in_links, int(target), np.array([source]))
-    return descend(graph, distance, source, target, seed, game_id, first_step)
-
-
-def in_links(graph: WorkerGraph) -> tuple[np.ndarray, np.ndarray]:
-    """The graph's in-link CSR (a pass over its links: build it once per worker)."""
-    return transpose(graph.indptr, graph.indices)

@@ -159,11 +159,13 @@ class ProfileGraph:
                 by_pairs.append((a, b))
         if by_pairs:
             sel = np.concatenate([np.arange(a, b) for a, b in by_pairs])
-            found[sel] = self._pair_distances(key_page[sel], key_goal[sel])
+            found[sel] = self.pair_distances(key_page[sel], key_goal[sel])
         out[:] = found[inverse]
         return np.split(out, np.cumsum(lengths)[:-1])
 
-    def _pair_distances(self, pages: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    def pair_distances(self, pages: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """The distance of each position of ``pages`` to the one of ``goals`` beside it, one
+        bidirectional search per pair (:data:`UNREACHED` where none)."""
         graph = self.pair_graph
         d = np.zeros(pages.size, dtype=np.int32)
         differ = pages != goals

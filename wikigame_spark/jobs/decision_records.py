@@ -30,10 +30,12 @@ from wikigame_spark.play.steps import REWARD_RULE
 from wikigame_spark.protocols import PAPER, PLAY_RULES
 from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import GAMES
+from wikigame_spark.storage import Folder
 from wikigame_spark.training import chat
 from wikigame_spark.training.decisions import DECISIONS, EXPERT, ROUTES, decision_stage
 
 KIND = "decision-records"
+EVAL_FOLDER = "eval"
 DECISIONS_TABLE = "decisions"
 SFT_FOLDER = "sft"
 PREFERENCES_FOLDER = "preferences"
@@ -46,6 +48,9 @@ class DecisionRecordsConfig:
 
     graph: str = setting("", "graph folder (nodes, edges; its games by default)", required=True)
     games_dir: str = setting("", "games folder (default GRAPH/games): an expert route per game")
+    eval_games_dir: str = setting(
+        "", "held-out games whose expert routes are recorded too, under OUTPUT/eval (default: the games' split's)"
+    )
     output: str = setting("", "training data folder (default: the games folder's name + _decisions, beside it)")
     games: int | None = setting(None, "the first N games (default: all)")
     runs: tuple[str, ...] = setting((), "MLflow run ids of play runs on these games: their steps too")
@@ -119,31 +124,50 @@ def _play_routes(ctx: Context, games: GamesHandle, game_ids: DataFrame) -> list[
     return out
 
 
+def _games(ctx: Context, games: GamesHandle) -> DataFrame:
+    table = parquet.read_table(ctx.spark, games.folder.sub(GAMES_TABLE), GAMES)
+    return table if ctx.settings.games is None else table.orderBy("game_id").limit(ctx.settings.games)
+
+
+def _write(
+    ctx: Context, routes: DataFrame, files: str, folder: Folder, preferences: bool
+) -> tuple[DataFrame, int, int]:
+    """The decision records of ``routes`` and their chat data under ``folder``: the records as
+    written, the SFT examples and the preference pairs."""
+    s: DecisionRecordsConfig = ctx.settings
+    partitions = s.partitions or 2 * ctx.spark.sparkContext.defaultParallelism
+    parquet.write_tables(folder, {DECISIONS_TABLE: (decision_stage(routes, files, s.seed, partitions), DECISIONS)})
+    written = parquet.read_table(ctx.spark, folder.sub(DECISIONS_TABLE), DECISIONS)
+    parquet.write_json_lines(chat.sft_examples(written, s.max_titles, s.view, s.seed), folder.sub(SFT_FOLDER), chat.SFT)
+    pairs = 0
+    if preferences:
+        made = chat.preference_pairs(written, s.max_titles, s.view, s.seed)
+        parquet.write_json_lines(made, folder.sub(PREFERENCES_FOLDER), chat.PREFERENCES)
+        pairs = parquet.read_json_lines(ctx.spark, folder.sub(PREFERENCES_FOLDER), chat.PREFERENCES).count()
+    return written, parquet.read_json_lines(ctx.spark, folder.sub(SFT_FOLDER), chat.SFT).count(), pairs
+
+
 def records(ctx: Context) -> Result:
     s: DecisionRecordsConfig = ctx.settings
     games: GamesHandle = ctx.inputs["games_dir"]
-    table = parquet.read_table(ctx.spark, games.folder.sub(GAMES_TABLE), GAMES)
-    if s.games is not None:
-        table = table.orderBy("game_id").limit(s.games)
-    parts = [_expert_routes(table, Rules(s.allow_revisits, s.allow_back))] if s.expert else []
+    held_out: GamesHandle | None = ctx.inputs["eval_games_dir"]
+    rules = Rules(s.allow_revisits, s.allow_back)
+    table = _games(ctx, games)
+    parts = [_expert_routes(table, rules)] if s.expert else []
     runs = _play_routes(ctx, games, table.select("game_id"))
     parts += [rows for _, rows in runs]
     routes = parts[0]
     for more in parts[1:]:
         routes = routes.unionByName(more)
     files = mapped.ensure_graph(ctx.spark, games.graph)
-    partitions = s.partitions or 2 * ctx.spark.sparkContext.defaultParallelism
-    decisions = decision_stage(routes, files, s.seed, partitions)
     stage = ctx.stage()
-    parquet.write_tables(stage, {DECISIONS_TABLE: (decisions, DECISIONS)})
-    written = parquet.read_table(ctx.spark, stage.sub(DECISIONS_TABLE), DECISIONS)
-    parquet.write_json_lines(chat.sft_examples(written, s.max_titles, s.view, s.seed), stage.sub(SFT_FOLDER), chat.SFT)
-    parquet.write_json_lines(
-        chat.preference_pairs(written, s.max_titles, s.view, s.seed), stage.sub(PREFERENCES_FOLDER), chat.PREFERENCES
-    )
+    written, sft, pairs = _write(ctx, routes, files, stage, preferences=True)
     counts = _counts(written)
-    sft = parquet.read_json_lines(ctx.spark, stage.sub(SFT_FOLDER), chat.SFT).count()
-    pairs = parquet.read_json_lines(ctx.spark, stage.sub(PREFERENCES_FOLDER), chat.PREFERENCES).count()
+    held = None
+    if held_out is not None:  # the held-out games' expert routes: what a trained agent is measured against
+        eval_routes = _expert_routes(_games(ctx, held_out), rules)
+        kept, held_sft, _ = _write(ctx, eval_routes, files, stage.sub(EVAL_FOLDER), preferences=False)
+        held = {"games": held_out.path, "manifest_sha1": held_out.sha1, "sft_examples": held_sft, **_counts(kept)}
     manifest = {
         "kind": KIND,
         "records": counts["records"],
@@ -157,16 +181,27 @@ def records(ctx: Context) -> Result:
         "max_titles": s.max_titles,
         "seed": s.seed,
         "games": games.manifest | {"path": games.path, "manifest_sha1": games.sha1},
+        EVAL_FOLDER: held,
     }
     metrics = {"records": counts["records"], "sft_examples": sft, "preference_pairs": pairs}
+    if held:
+        metrics.update(eval_records=held["records"], eval_sft_examples=held["sft_examples"])
     tracking.log_json({**manifest, **ctx.provenance()}, "manifest.json")
     by = ", ".join(f"{p} {c['records']} ({c['optimal_share']:.0%} optimal)" for p, c in counts["by_player"].items())
     summary = (
-        f"wrote {ctx.output()} ({DECISIONS_TABLE}, {SFT_FOLDER}, {PREFERENCES_FOLDER}, manifest.json) and MLflow run "
-        f"{ctx.run.info.run_id}: {counts['records']} decision records ({by}); {sft} SFT examples, "
-        f"{pairs} preference pairs"
+        f"wrote {ctx.output()} ({DECISIONS_TABLE}, {SFT_FOLDER}, {PREFERENCES_FOLDER}"
+        + (f", {EVAL_FOLDER}" if held else "")
+        + f", manifest.json) and MLflow run {ctx.run.info.run_id}: {counts['records']} decision records ({by}); "
+        f"{sft} SFT examples, {pairs} preference pairs"
+        + (f"; held-out eval games: {held['records']} records, {held['sft_examples']} SFT examples" if held else "")
     )
     return Result(summary, manifests={"": manifest}, metrics=metrics)
+
+
+def _held_out(inputs: dict) -> str:
+    """The eval side of the games' split, when the games are its train side."""
+    split = inputs["games_dir"].manifest.get("split") or {}
+    return split.get("folders", {}).get("eval", "") if split.get("side") == "train" else ""
 
 
 def _counts(decisions: DataFrame) -> dict:
@@ -197,6 +232,7 @@ JOB = Job(
     inputs=(
         Input("graph", InputKind.GRAPH),
         Input("games_dir", InputKind.GAMES, default=lambda inputs: inputs["graph"].dir.games, bound_to="graph"),
+        Input("eval_games_dir", InputKind.GAMES, default=_held_out, bound_to="graph", optional=True),
     ),
     outputs=(
         Output(

@@ -4,7 +4,8 @@ target, which were optimal, where it went and what that move was worth.
 One definition for the decision records (:mod:`wikigame_spark.training.decisions`) and the report's
 moves against the oracle and the hub (:mod:`wikigame_spark.evaluation.baselines`). A route is replayed
 under the rules it was played by (:class:`~wikigame_spark.play.rules.Walk`), and all the routes to
-one target are scored by one backward search, stopped once every page they were offered is settled.
+one target are scored together, every page they were offered asked about at once
+(:class:`~wikigame_spark.graph.optimal.Searches` finds those distances the cheaper exact way).
 
 The graded reward is reasoning-gym's wikirace rule: 1.0 for a move to an optimal page, 0.5 for one
 a step farther than that, 0.1 for two steps farther, else 0 (a page that cannot reach the target
@@ -19,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wikigame_spark.graph.optimal import optimal_links
-from wikigame_spark.graph.profiles import UNREACHED, backward_distances
+from wikigame_spark.graph.optimal import Distances, optimal_links
+from wikigame_spark.graph.profiles import UNREACHED
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.play.rules import Rules, Walk
 
@@ -74,34 +75,33 @@ def offered_along(graph: WorkerGraph, route: Sequence[int], rules: Rules) -> lis
 
 
 def score_routes(
-    graph: WorkerGraph,
-    in_links: tuple[np.ndarray, np.ndarray],
-    target: int,
-    routes: Sequence[tuple[Sequence[int], Rules]],
-    distance: np.ndarray | None = None,
+    graph: WorkerGraph, distances: Distances, routes: Sequence[tuple[Sequence[int], Rules]]
 ) -> list[list[Step]]:
-    """The steps of every route to ``target`` (each with its rules), scored by one backward search
-    (or by ``distance``, the target's whole array, when the caller has it)."""
+    """The steps of every route to the target of ``distances`` (each route with its rules), every
+    page they were offered asked about at once."""
     offers = [offered_along(graph, route, rules) for route, rules in routes]
-    if distance is None:
-        pages = [np.asarray(route, dtype=np.int64) for route, _ in routes]
-        wanted = np.concatenate([*pages, *(o for offered in offers for o in offered)] or [np.zeros(0, np.int64)])
-        distance = backward_distances(*in_links, int(target), wanted.astype(np.int64))
+    pages = [np.asarray(route, dtype=np.int64) for route, _ in routes]
+    asked = np.unique(np.concatenate([*pages, *(o for offered in offers for o in offered)] or [np.zeros(0, np.int64)]))
+    found = distances(asked)
+
+    def of(p: np.ndarray) -> np.ndarray:
+        return found[np.searchsorted(asked, p)]
+
     out = []
     for (route, rules), offered in zip(routes, offers):
         steps = []
         for (walk, node, back), links in zip(Walk.replay(route, rules), offered):
-            d = distance[links]
+            d = of(links)
             steps.append(
                 Step(
                     step=len(walk.route) - 1,
                     current=walk.current,
-                    current_distance=int(distance[walk.current]),
+                    current_distance=int(of(np.array([walk.current]))[0]),
                     offered=links,
                     offered_distances=d,
-                    optimal=optimal_links(links, distance),
+                    optimal=optimal_links(links, d),
                     move=node,
-                    move_distance=int(distance[node]),
+                    move_distance=int(of(np.array([node]))[0]),
                     back=back,
                 )
             )

@@ -1,12 +1,12 @@
 """Decision records: one row per step of a route, with every offered page's exact distance.
 
-The routes are an expert's (a shortest path for each game, :func:`~wikigame_spark.graph.optimal.expert_route`,
+The routes are an expert's (a shortest path for each game, :func:`~wikigame_spark.graph.optimal.descend`,
 ties broken by the seed) and, for any play run, each play's own. The routes are spread over the
 executors by target: a task maps the graph's files (:mod:`wikigame_spark.graph.mapped`), builds
-the in-links once per worker process, and finds an expert's route and scores all the routes to one
-target with one whole backward search (:func:`~wikigame_spark.play.steps.score_routes`: a search
-stopped at the pages asked about seldom stops early, since pages that cannot reach the target are
-among those offered nearly everywhere). Nothing but the routes travels from the
+its searches once per worker process (:class:`~wikigame_spark.graph.optimal.Searches`), and finds
+the expert's routes and scores all the routes to one target with one set of distances: a whole
+backward search when the routes ask about many pages, else a pair search per page
+(:func:`~wikigame_spark.play.steps.score_routes`). Nothing but the routes travels from the
 driver, and nothing but the records comes back.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
-import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql.types import (
@@ -30,8 +29,7 @@ from pyspark.sql.types import (
 )
 
 from wikigame_spark.graph import mapped
-from wikigame_spark.graph.optimal import descend, in_links
-from wikigame_spark.graph.profiles import backward_distances
+from wikigame_spark.graph.optimal import Searches, descend
 from wikigame_spark.play.rules import Rules
 from wikigame_spark.play.steps import score_routes
 
@@ -86,28 +84,29 @@ DECISIONS = StructType(
 
 
 @functools.lru_cache(maxsize=1)
-def _in_links(files: str) -> tuple[np.ndarray, np.ndarray]:
-    return in_links(mapped.mapped_graph(files))
+def _searches(files: str) -> Searches:
+    return Searches(mapped.mapped_graph(files))
 
 
 def _records(pdf: pd.DataFrame, files: str, seed: int) -> Iterator[dict]:
     graph = mapped.mapped_graph(files)
-    links = _in_links(files)
+    searches = _searches(files)
     titles = graph.titles
     for target, group in pdf.groupby("target", sort=True):
-        distance = backward_distances(*links, int(target))  # whole: offered pages that cannot reach it are the rule
+        steps = sum(len(r) - 1 if r is not None else int(k) for r, k in zip(group["route"], group["optimal_steps"]))
+        distances = searches.to(int(target), searches.expected_pages(steps))
         rows, routes = [], []
         for row in group.itertuples(index=False):
             route = row.route
             if route is None:
-                route = descend(graph, distance, int(row.source), int(target), seed, int(row.game_id))
+                route = descend(graph, distances, int(row.source), seed, int(row.game_id))
                 if route is None:
                     continue  # an expert never meets an unreachable game: sampled games are reachable
             rows.append(row)
             routes.append(([int(v) for v in route], Rules(bool(row.allow_revisits), bool(row.allow_back))))
         target_title, target_summary = titles[int(target)], graph.summaries[int(target)] or ""
-        for row, steps in zip(rows, score_routes(graph, links, int(target), routes, distance)):
-            for s in steps:
+        for row, scored in zip(rows, score_routes(graph, distances, routes)):
+            for s in scored:
                 yield {
                     "game_id": int(row.game_id),
                     "player": row.player,
