@@ -41,5 +41,8 @@ def test_play_games_lists_its_agents_and_gives_each_a_section():
     agents = sorted(registered_agents())
     assert f"--agent {{{','.join(agents)}}}" in text
     for agent in agents:
-        assert re.search(rf"\(--agent [^)]*\b{agent}\b[^)]*\)|^--agent {agent}:", text, re.M), agent
+        # agents with options: a section titled by them; agents without: one section naming them all
+        assert re.search(rf"\(--agent [^)]*\b{agent}\b[^)]*\)|^--agent (?:[\w-]+ or )*{agent}\b[^:]*:", text, re.M), (
+            agent
+        )
     assert "--no-prefix-reuse " in text and "--constrained {grammar,json_schema}" in text

@@ -61,7 +61,7 @@ def activated_env() -> dict:
 def test_readme_commands_are_found():
     commands = readme_commands()
     runnable = [c for c in commands if not c.startswith(SKIPPED)]
-    assert len(runnable) == 13 and all(c.startswith("spark-submit jobs/") for c in runnable), runnable
+    assert len(runnable) == 15 and all(c.startswith("spark-submit jobs/") for c in runnable), runnable
     assert in_study_folder(runnable[0]).startswith(f"spark-submit {ROOT}/jobs/build_wikipedia.py --input {DATA}/")
 
 
