@@ -375,8 +375,8 @@ def main() -> None:
             each(decisions, lambda: [(g, e, a.decision_games) for g, e in generated()], tracking),
             {w: 100_000 * WIKIPEDIA.edges, m: 100_000 * MEDICINE.edges},
             "flat",
-            "one backward search per distinct target, each following up to every link (so ∝ games × edges; "
-            "fewer distinct targets cost less); a worker's in-links and a search's state grow with the graph",
+            "per distinct target the cheaper exact search (pair searches, or one backward search over up to every "
+            "link), taken as ∝ games × edges: an upper estimate; a worker's searches grow with the graph",
         ),
     ]
     table = rows([s for s in stages if wanted(s.name)])
