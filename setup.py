@@ -71,6 +71,7 @@ setup(
             "ruff>=0.6",
             "moto[server]>=5",
             "selenium>=4.20",  # drives Debian's headless Chromium in tests/human
+            "networkx>=3",  # the independent search the tests check every optimal move against
         ],
     },
 )
