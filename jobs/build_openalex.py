@@ -4,9 +4,8 @@ spark-submit jobs/build_openalex.py --help     (the settings: flags, conf/build_
 """
 
 from wikigame_spark.jobs.build_openalex import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

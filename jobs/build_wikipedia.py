@@ -4,9 +4,8 @@ spark-submit jobs/build_wikipedia.py --help     (the settings: flags, conf/build
 """
 
 from wikigame_spark.jobs.build_wikipedia import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

@@ -5,9 +5,8 @@ spark-submit jobs/decision_records.py --help     (the settings: flags, conf/deci
 """
 
 from wikigame_spark.jobs.decision_records import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

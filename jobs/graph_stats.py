@@ -4,9 +4,8 @@ spark-submit jobs/graph_stats.py --help     (the settings: flags, conf/graph_sta
 """
 
 from wikigame_spark.jobs.graph_stats import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

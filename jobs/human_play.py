@@ -4,9 +4,8 @@ python jobs/human_play.py --help     (the settings: flags, docs/human_play.md)
 """
 
 from wikigame_spark.jobs.human_play import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

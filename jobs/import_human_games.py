@@ -4,9 +4,8 @@ spark-submit jobs/import_human_games.py --help     (the settings: flags, conf/im
 """
 
 from wikigame_spark.jobs.import_human_games import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

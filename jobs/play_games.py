@@ -4,9 +4,8 @@ spark-submit jobs/play_games.py --help     (the settings: flags, conf/play_games
 """
 
 from wikigame_spark.jobs.play_games import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

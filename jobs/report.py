@@ -4,9 +4,8 @@ spark-submit jobs/report.py --help     (the settings: flags, conf/report.yaml, d
 """
 
 from wikigame_spark.jobs.report import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

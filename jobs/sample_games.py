@@ -4,9 +4,8 @@ spark-submit jobs/sample_games.py --help     (the settings: flags, conf/sample_g
 """
 
 from wikigame_spark.jobs.sample_games import JOB
-from wikigame_spark.runner import run
 
 main = JOB.main
 
 if __name__ == "__main__":
-    run(JOB)
+    JOB.program()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import urllib.request
 from typing import ClassVar
 
 VENV_BIN = os.path.dirname(sys.executable)
+SPARK_HOME = os.path.dirname(importlib.util.find_spec("pyspark").origin)
 
 
 def free_port() -> int:
@@ -32,16 +34,29 @@ class StandaloneCluster:
 
     _running: ClassVar[dict[tuple, StandaloneCluster]] = {}
 
-    def __init__(self, workdir: str, workers: int = 2, cores: int = 1, memory: str = "1g"):
+    def __init__(self, workdir: str, workers: int = 2, cores: int = 1, memory: str = "1g", bare: bool = False):
         self.workdir = workdir
         self.workers = workers
         self.cores = cores
         self.memory = memory
+        self.bare = bare
         self.procs: list[subprocess.Popen] = []
         self.url = ""
 
+    def _env(self) -> dict[str, str]:
+        """The daemons' environment. ``bare``: as on a node that has none of the project's Python:
+        no venv on PATH, no Python or PySpark settings of the driver's; only what the application
+        itself ships reaches its executors."""
+        env = dict(os.environ)
+        if self.bare:
+            ours = ("PYSPARK_", "PYTHON", "VIRTUAL_ENV", "WIKIGAME_", "MLFLOW_", "HF_", "SPARK_CONF_DIR")
+            env = {k: v for k, v in env.items() if not k.startswith(ours)}
+            env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != VENV_BIN)
+            env["SPARK_HOME"] = SPARK_HOME  # the node's Spark install, found without the venv's Python
+        return env
+
     def _spawn(self, name: str, *args: str, opts: str = "") -> None:
-        env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=os.path.join(self.workdir, "work"))
+        env = dict(self._env(), SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=os.path.join(self.workdir, "work"))
         if opts:
             env["SPARK_WORKER_OPTS"] = opts
         log = open(os.path.join(self.workdir, f"{name}.log"), "wb")
@@ -52,7 +67,7 @@ class StandaloneCluster:
         )
 
     def __enter__(self) -> StandaloneCluster:
-        shape = (self.workers, self.cores, self.memory)
+        shape = (self.workers, self.cores, self.memory, self.bare)
         running = self._running.get(shape)
         if running is not None and running.alive():
             self.workdir, self.url, self.procs = running.workdir, running.url, running.procs

@@ -20,6 +20,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 
+from wikigame_spark import preflight
 from wikigame_spark.config import ConfigError
 from wikigame_spark.graph.frame import GraphFramesUnavailable
 from wikigame_spark.ingest.dumps import DumpError
@@ -148,7 +149,8 @@ _TASK_TRACE_LOGGERS = (
 
 def session(app_name: str):
     """The job's SparkSession, with task failure traces kept off the console unless verbose: a
-    user's fault then ends in one ``error:`` line, not hundreds of lines of traces."""
+    user's fault then ends in one ``error:`` line, not hundreds of lines of traces. On a cluster,
+    its executors' Python is checked first (:func:`~wikigame_spark.preflight.check_executors`)."""
     from wikigame_spark.session import build_session
 
     # Spark's progress bar redraws one line with carriage returns: in a log file (not a terminal)
@@ -166,6 +168,7 @@ def session(app_name: str):
             log4j.core.config.Configurator.reconfigure(jvm.java.io.File(LOG4J2_PROPERTIES).toURI())
         for name in _TASK_TRACE_LOGGERS:
             log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+    preflight.check_executors(spark)
     return spark
 
 

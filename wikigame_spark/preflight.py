@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 
@@ -335,3 +336,73 @@ def check_tracking(uri: str | None = None) -> None:
             disk.probe(parent)
         except OSError as e:
             raise PreflightError(f"MLFLOW_TRACKING_URI={uri}: cannot write under {parent}: {e.strerror or e}") from e
+
+
+# What every job's Python workers import (pandas UDFs, Arrow batches, the library's own stages).
+EXECUTOR_MODULES = ("wikigame_spark", "pyarrow", "pandas", "numpy")
+PACKED_ENVIRONMENT = (
+    "ship the packed environment: spark-submit --archives wikigame-env.tar.gz#environment "
+    "--conf spark.pyspark.python=./environment/bin/python (make pack; docs/cluster.md#a-packed-environment)"
+)
+# A Python worker that could not start (PySpark's worker daemon, or the module it runs, missing)
+_NO_MODULE = re.compile(r"Error from python worker:\s+(\S+?): [^\n]*?No module named '([\w.]+)'")
+_CANNOT_RUN = re.compile(r'Cannot run program "([^"]+)"(?:[^\n]*?error=\d+, ([^\n]+))?')
+_VERSION_MISMATCH = re.compile(
+    r"Python in worker has different version:? \(?([\d, ]+)\)? than that in driver:? ([\d.]+)"
+)
+
+
+def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
+    """On a cluster, the executors' Python can start and import ``modules``: one small Spark job, a
+    task per default core, before any work, so that a node without the project's environment ends
+    the job with one line naming what is missing and the fix rather than a worker's traceback
+    later. In local mode the executors run the driver's own Python: nothing to check."""
+    try:
+        sc = spark.sparkContext
+    except Exception:  # a Spark Connect session: its executors are the server's to provide
+        return
+    if sc.master.startswith("local"):
+        return
+    python = sc.pythonExec
+    try:
+        found = sc.parallelize(range(sc.defaultParallelism), sc.defaultParallelism).mapPartitions(_probe(modules))
+        answers = found.distinct().collect()
+    except Exception as e:
+        text = str(e)
+        cannot_run, mismatch, no_module = (p.search(text) for p in (_CANNOT_RUN, _VERSION_MISMATCH, _NO_MODULE))
+        if no_module:
+            exe, module = no_module.groups()
+            raise PreflightError(
+                f"the executors' Python ({exe}) has no module {module.split('.')[0]}: {PACKED_ENVIRONMENT}"
+            ) from e
+        if cannot_run:
+            why = f" ({cannot_run.group(2).strip()})" if cannot_run.group(2) else ""
+            raise PreflightError(
+                f"the executors cannot start their Python {cannot_run.group(1)}{why}: {PACKED_ENVIRONMENT}"
+            ) from e
+        if mismatch:
+            worker = ".".join(p.strip() for p in mismatch.group(1).split(",") if p.strip())
+            raise PreflightError(
+                f"the executors' Python ({python}) is {worker}, the driver's {mismatch.group(2)}: "
+                f"the archive's Python must be the driver's version; {PACKED_ENVIRONMENT}"
+            ) from e
+        raise
+    missing = sorted({m for _, _, lacking in answers for m in lacking})
+    if missing:
+        where = ", ".join(sorted({f"{exe} {version}" for exe, version, lacking in answers if lacking}))
+        lacking = ", ".join(missing)
+        raise PreflightError(f"the executors' Python ({where}) has no module {lacking}: {PACKED_ENVIRONMENT}")
+
+
+def _probe(modules: tuple[str, ...]):
+    """A task that reports its Python and which of ``modules`` it cannot import. A closure, so that
+    Spark ships it by value: the executors need nothing of the library to run it."""
+
+    def probe(_):
+        import importlib.util
+        import sys
+
+        lacking = tuple(m for m in modules if importlib.util.find_spec(m) is None)
+        yield sys.executable, ".".join(map(str, sys.version_info[:3])), lacking
+
+    return probe

@@ -72,7 +72,8 @@ def running_stages(job: str, every_s: float = EVERY_S) -> Iterator[None]:
 
     def report(elapsed: float) -> None:
         sc = SparkContext._active_spark_context
-        if sc is None or _focused:
+        # a context still starting (the body starts the session: on a cluster, seconds) has no JVM side yet
+        if sc is None or getattr(sc, "_jsc", None) is None or _focused:
             return
         stages, done, total = _stages(sc)
         if stages:

@@ -241,6 +241,11 @@ class Job:
         print(f"{self.name}: {result.summary}", flush=True)
         return 0
 
+    def program(self) -> None:
+        """The job as a program: ``jobs/<name>.py`` under ``__main__``, and the wheel's console
+        script ``wikigame-<name>``; exit status, ``error:`` lines (:func:`wikigame_spark.cli.run`)."""
+        cli.run(self.main)
+
     def _paths(self, ctx: Context) -> list[str]:
         given = [p for i in self.inputs for p in _as_list(getattr(ctx.settings, i.setting)) if p]
         return given + list(ctx.outputs.values())
@@ -424,10 +429,4 @@ def _terminated_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(job: Job) -> None:
-    """``if __name__ == "__main__": run(JOB)`` — the job as a program: exit status, ``error:`` lines."""
-    cli.run(job.main)
-
-
 __all__ = ["Context", "Input", "InputKind", "Job", "NothingMade", "Output", "Result"]
-__all__ += ["run"]

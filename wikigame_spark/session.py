@@ -44,9 +44,6 @@ def build_session(app_name: str, master: str | None = None, conf: dict | None = 
 
 
 def _new_session(app_name: str, master: str | None, conf: dict | None) -> SparkSession:
-    # Python workers run the interpreter that runs the driver unless told otherwise
-    # (PYSPARK_PYTHON / spark.pyspark.python, as on a cluster whose nodes have their own).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
@@ -58,4 +55,11 @@ def _new_session(app_name: str, master: str | None, conf: dict | None) -> SparkS
         builder = builder.config("spark.executor.extraClassPath", classpath)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    # In local mode the Python workers run the driver's interpreter (its venv, activated or not)
+    # unless told otherwise; on a cluster, what the nodes run: PYSPARK_PYTHON or spark.pyspark.python
+    # (a packed environment's, docs/cluster.md), else their own python3, never a path of the driver's.
+    sc = spark.sparkContext
+    if "PYSPARK_PYTHON" not in os.environ and sc.master.startswith("local"):
+        sc.pythonExec = sys.executable
+    return spark

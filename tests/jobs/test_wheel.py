@@ -1,7 +1,8 @@
 """The wheel as a cluster installs it: ``make wheel``, then a fresh venv with the wheel and its
 dependencies from the package index (plain ``pyspark``, nothing editable), then the Latgalian chain
 build_wikipedia → graph_stats → sample_games → play_games (random) by that venv's ``spark-submit``
-from a folder outside the repository, GraphFrames given by ``--jars`` as a user would.
+from a folder outside the repository, GraphFrames given by ``--jars`` as a user would; then each
+job's console script (``wikigame-report`` runs the report).
 
 Needs the package index (or pip's cache) for the venv's dependencies: about 2 GB of wheels, most of
 it PySpark and MLflow.
@@ -122,5 +123,18 @@ def test_wheel_runs_the_wikipedia_chain_by_spark_submit_from_a_fresh_venv(tmp_pa
     assert built["counts"]["nodes"] == 903
     assert built["code_version"] == expected  # no checkout, no commit: the package's own version
     assert (store / "mlflow.db").is_file() and (home / "plays").is_dir()
+
+    # each job as the wheel's console script: the same flags as jobs/X.py; the report run by its own
+    scripts = sorted(n for n in os.listdir(os.path.join(venv, "bin")) if n.startswith("wikigame-"))
+    jobs = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "jobs")) if f.endswith(".py") and f[0] != "_")
+    assert scripts == [f"wikigame-{job.replace('_', '-')}" for job in jobs]
+    for job in jobs:
+        shown = subprocess.run([f"wikigame-{job.replace('_', '-')}", "--help"], env=env, capture_output=True, text=True)
+        direct = subprocess.run([py, os.path.join(ROOT, "jobs", f"{job}.py"), "--help"], env=env, capture_output=True, text=True)
+        assert shown.returncode == 0 and shown.stdout == direct.stdout, job
+    done = subprocess.run(["wikigame-report", "--output", "report"], cwd=home, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.rstrip().splitlines()[-1].startswith("report: wrote "), done.stdout[-2000:]
+    assert (home / "report" / "report.html").is_file()
     assert site_files(venv) == before, "the jobs wrote into the venv's site-packages"
     assert not [p for p in before if os.path.basename(p) == "mlflow.db"]

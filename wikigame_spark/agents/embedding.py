@@ -24,7 +24,15 @@ from wikigame_spark.agents.base import (
     register_agent,
 )
 from wikigame_spark.agents.embedding_cache import cache_cost, ensure_embeddings, load_matrix
-from wikigame_spark.agents.encoders import BACKENDS, DEFAULT, TORCH, Runtime, load_encoder, missing_packages
+from wikigame_spark.agents.encoders import (
+    BACKENDS,
+    DEFAULT,
+    TORCH,
+    Runtime,
+    check_executors_embed,
+    load_encoder,
+    missing_packages,
+)
 from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, check_model, model_digest, prompt_names
 from wikigame_spark.config import ConfigError
@@ -76,6 +84,7 @@ class EmbeddingAgent(Agent):
         query, document = prompt_names(model)
         resources = {"query_prompt": query, "document_prompt": document}
         if settings.options.reencode:
+            check_executors_embed(spark, settings.options.runtime)
             return resources
         cache_dir = settings.cache_dir or graph.cache_dir
         runtime = settings.options.runtime

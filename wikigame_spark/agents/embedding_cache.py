@@ -24,7 +24,7 @@ from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, Struc
 
 from wikigame_spark import layout, manifests, outputs, parquet, progress, storage
 from wikigame_spark.agents.devices import task_device
-from wikigame_spark.agents.encoders import DEFAULT, Runtime, load_encoder, runtime_for
+from wikigame_spark.agents.encoders import DEFAULT, Runtime, check_executors_embed, load_encoder, runtime_for
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS, SUMMARY_CHARS, WIKIPEDIA
 from wikigame_spark.graph import mapped
@@ -126,6 +126,7 @@ def ensure_embeddings(
     cache = storage.folder(path, spark)
     if outputs.current_cache(cache, created):
         return mapped.ensure_matrix(spark, path)
+    check_executors_embed(spark, runtime)
     nodes = parquet.read_table(spark, graph.folder.sub(NODES_TABLE), NODES)
     count = graph.identity()["nodes"] or nodes.count()
     cores = max(spark.sparkContext.defaultParallelism, 1)

@@ -36,6 +36,7 @@ from wikigame_spark.agents.sentence_models import (
     own_engine,
     publish_once,
 )
+from wikigame_spark.preflight import EXECUTOR_MODULES, check_executors
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +85,21 @@ def runtime_for(model: str, runtime: Runtime) -> Runtime:
     return REFERENCE if is_static(model) else runtime
 
 
+def needed_packages(runtime: Runtime) -> tuple[str, ...]:
+    """The modules ``runtime`` imports beside sentence-transformers."""
+    return _PACKAGES.get(runtime.backend, ()) + (_INT8_PACKAGES.get(runtime.backend, ()) if runtime.int8 else ())
+
+
 def missing_packages(runtime: Runtime) -> list[str]:
     """The modules ``runtime`` needs that this Python cannot import (the driver checks before Spark works)."""
     import importlib.util
 
-    needed = _PACKAGES.get(runtime.backend, ()) + (_INT8_PACKAGES.get(runtime.backend, ()) if runtime.int8 else ())
-    return [m for m in needed if importlib.util.find_spec(m) is None]
+    return [m for m in needed_packages(runtime) if importlib.util.find_spec(m) is None]
+
+
+def check_executors_embed(spark, runtime: Runtime) -> None:
+    """On a cluster, the executors can embed on ``runtime`` (:func:`~wikigame_spark.preflight.check_executors`)."""
+    check_executors(spark, (*EXECUTOR_MODULES, "sentence_transformers", *needed_packages(runtime)))
 
 
 def _threads() -> int:
