@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
@@ -31,8 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.bench_profiles import load
-from bench.bench_sampling import generate
+from bench.bench_profiles import ensure_graph, graph_path, in_own_process, load
 from wikigame_spark.graph.csr import CsrGraph
 from wikigame_spark.graph.optimal import BFS_PAGES, Searches, descend
 from wikigame_spark.graph.profiles import UNREACHED
@@ -152,22 +150,14 @@ def main() -> None:
     p.add_argument("--out", default="out/bench")
     p.add_argument("--one", nargs=2, help=argparse.SUPPRESS)  # a child process: this method and walks only
     a = p.parse_args()
-    path = f"{a.out}/profiles-graph-{a.nodes}-{a.edges}"
+    path = graph_path(a.out, a.nodes, a.edges)
     if a.one:
         print(json.dumps(measure(path, a.one[0], a.games, int(a.one[1]))))
         return
-    if not os.path.exists(f"{path}/manifest.json"):
-        t = time.perf_counter()
-        generate(path, a.nodes, a.edges)
-        print(f"generated {path} in {time.perf_counter() - t:.0f} s", flush=True)
+    ensure_graph(path, a.nodes, a.edges)
     results = []
     for walks in a.walks:
-        found = {}
-        for method in ("auto", "bfs", "pairs"):
-            argv = [sys.executable, __file__, *sys.argv[1:], "--one", method, str(walks)]
-            line = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-            found[method] = json.loads(line)
-            print(line, flush=True)
+        found = {m: in_own_process(__file__, *sys.argv[1:], "--one", m, str(walks)) for m in ("auto", "bfs", "pairs")}
         ratio = found["auto"]["records_per_s"] / found["pairs"]["records_per_s"]
         auto, bfs, ref = (found[m]["records_per_s"] for m in ("auto", "bfs", "pairs"))
         peak = found["auto"]["peak_rss_gib"]

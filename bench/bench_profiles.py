@@ -31,6 +31,28 @@ from wikigame_spark.graph.csr import compress
 from wikigame_spark.graph.profiles import ProfileGraph
 
 
+def graph_path(out: str, nodes: int, edges: int) -> str:
+    """Where the generated graph of this size is kept under ``out``."""
+    return f"{out}/profiles-graph-{nodes}-{edges}"
+
+
+def ensure_graph(path: str, nodes: int, edges: int) -> None:
+    """bench_sampling's power-law graph at ``path``, generated once and reused."""
+    if not os.path.exists(f"{path}/manifest.json"):
+        t = time.perf_counter()
+        generate(path, nodes, edges)
+        print(f"generated {path} in {time.perf_counter() - t:.0f} s", flush=True)
+
+
+def in_own_process(script: str, *args: str) -> dict:
+    """The JSON line ``script`` run with ``args`` prints last (printed here too): each measurement in
+    a process of its own, so that its peak RSS is its own."""
+    argv = [sys.executable, script, *args]
+    line = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    print(line, flush=True)
+    return json.loads(line)
+
+
 def load(path: str) -> ProfileGraph:
     import pyarrow.dataset as ds
 
@@ -99,20 +121,12 @@ def main() -> None:
     p.add_argument("--out", default="out/bench")
     p.add_argument("--one", help=argparse.SUPPRESS)  # a child process: measure this method only
     a = p.parse_args()
-    path = f"{a.out}/profiles-graph-{a.nodes}-{a.edges}"
+    path = graph_path(a.out, a.nodes, a.edges)
     if a.one:
         print(json.dumps(measure(path, a.one, a.games, a.runs)))
         return
-    if not os.path.exists(f"{path}/manifest.json"):
-        t = time.perf_counter()
-        generate(path, a.nodes, a.edges)
-        print(f"generated {path} in {time.perf_counter() - t:.0f} s", flush=True)
-    results = []
-    for method in a.methods.split(","):
-        argv = [sys.executable, __file__, "--one", method, *sys.argv[1:]]
-        line = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-        results.append(json.loads(line))
-        print(line, flush=True)
+    ensure_graph(path, a.nodes, a.edges)
+    results = [in_own_process(__file__, "--one", method, *sys.argv[1:]) for method in a.methods.split(",")]
     if len({r["checksum"] for r in results}) > 1:
         raise SystemExit("the methods' distances differ")
     with open(f"{a.out}/bench_profiles.json", "w") as f:

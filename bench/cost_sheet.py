@@ -184,8 +184,9 @@ def play(graph: str, nodes: int, games: int, tracking: str) -> tuple[float, dict
 
 
 def decisions(graph: str, edges: int, games: int, tracking: str) -> tuple[float, dict]:
-    """Decision records of an expert's route per game: one backward search per target, so its size
-    is the games (distinct targets) times the links a search may follow."""
+    """Decision records of an expert's route per game: the cheaper exact search per target (pair
+    searches for one route), so its size is the games (distinct targets) times the links a search
+    may follow."""
     games_dir = os.path.join(graph, "games-decisions")
     job("sample_games", "--graph", graph, "--games", str(games), "--seed", "0", "--output", games_dir,
         "--overwrite", tracking=tracking)  # fmt: skip

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from wikigame_spark import manifests, storage
 from wikigame_spark.layout import CacheDir, GraphDir
-from wikigame_spark.storage import Folder, Storage
+from wikigame_spark.storage import Folder
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,6 @@ class GraphHandle:
     @property
     def path(self) -> str:
         return self.folder.root
-
-    @property
-    def storage(self) -> Storage:
-        return self.folder.storage
 
     @property
     def dir(self) -> GraphDir:

@@ -141,10 +141,6 @@ class GraphDir:
         return join(self.root, EDGES_TABLE)
 
     @property
-    def redirects(self) -> str:
-        return join(self.root, REDIRECTS_TABLE)
-
-    @property
     def games(self) -> str:
         """The default games folder (a :class:`GamesDir`)."""
         return join(self.root, GAMES_FOLDER)

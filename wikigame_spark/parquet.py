@@ -118,9 +118,10 @@ def write_tables(folder: Folder, tables: dict) -> None:
 def write_json_lines(df: DataFrame, folder: Folder, schema: StructType) -> None:
     """Write ``folder`` as JSON lines part files (one object per row: what Hugging Face's datasets
     library and TRL read with ``load_dataset("json", data_files=".../*.json")``), after checking
-    the frame has exactly the contract's columns and types."""
+    the frame has exactly the contract's columns and types. Every line has every key, a null one
+    as ``null``: a reader infers one schema from the first lines it sees."""
     _check_columns(df, schema, folder)
-    df.write.mode("error").option("compression", "none").json(folder.root)
+    df.write.mode("error").option("compression", "none").option("ignoreNullFields", "false").json(folder.root)
 
 
 def read_json_lines(spark: SparkSession, folder: Folder, schema: StructType) -> DataFrame:

@@ -471,9 +471,6 @@ class Folder:
     def local_disk(self, rel: str = "") -> str | None:
         return self.storage.local_disk(self.path(rel))
 
-    def spark_path(self, rel: str = "") -> str:
-        return self.storage.spark_path(self.path(rel))
-
     def arrow(self, rel: str = "", options: dict | None = None) -> tuple[pafs.FileSystem, str]:
         return self.storage.arrow(self.path(rel), options)
 

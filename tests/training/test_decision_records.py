@@ -92,6 +92,7 @@ def test_every_record_is_exact_and_the_chat_data_reads_back(ltg_graph, setup, tm
     sft, pairs = json_lines(f"{out}/sft"), json_lines(f"{out}/preferences")
     assert len(sft) == manifest["sft_examples"] and len(pairs) == manifest["preference_pairs"] > 0
     by_step = {(r.player, r.game_id, r.step): r for r in table.itertuples()}
+    assert {(e["player"], e["run_id"]) for e in sft} == {("expert", None), ("random", setup["run_id"])}
     for example in sft:
         row = by_step[(example["player"], example["game_id"], example["step"])]
         roles = [m["role"] for m in example["messages"]]
@@ -105,7 +106,11 @@ def test_every_record_is_exact_and_the_chat_data_reads_back(ltg_graph, setup, tm
         row = by_step[(pair["player"], pair["game_id"], pair["step"])]
         d = dict(zip(row.offered_titles, row.offered_distances))
         chosen, rejected = (json.loads(pair[k][0]["content"])["title"] for k in ("chosen", "rejected"))
-        assert pair["player"] == "random" and d[chosen] >= 0 and (d[rejected] < 0 or d[rejected] > d[chosen])
+        assert (
+            (pair["player"], pair["run_id"]) == ("random", setup["run_id"])
+            and d[chosen] >= 0
+            and (d[rejected] < 0 or d[rejected] > d[chosen])
+        )
 
     # a real tokenizer's chat template (SmolLM2's, from its GGUF) reads the conversations as they are
     from llama_cpp import Llama

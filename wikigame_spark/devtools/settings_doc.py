@@ -48,7 +48,7 @@ def page() -> str:
     ]
     for job in jobs.specs():
         name = job.name
-        lines += ["", f"## {name}", "", job.doc.strip().splitlines()[0], ""]
+        lines += ["", f"## {name}", "", " ".join(job.doc.strip().split("\n\n")[0].split()), ""]
         lines += ["| flag | YAML key | default | what |", "|---|---|---|---|", *_rows(job.settings)]
         if name == "play_games":
             for options, agents in registered_options().items():

@@ -72,7 +72,7 @@ class Searches:
     def __init__(self, graph: WorkerGraph, bfs_pages: int = BFS_PAGES) -> None:
         self.graph = graph
         self.bfs_pages = bfs_pages
-        self.profile = ProfileGraph(np.arange(graph.indptr.size - 1, dtype=np.int64), graph.indptr, graph.indices)
+        self.profile = ProfileGraph.from_mapped(graph)
 
     def to(self, target: int, pages: int) -> Distances:
         """The distances to ``target`` for routes that will ask about ``pages`` pages."""

@@ -26,6 +26,7 @@ from wikigame_spark.layout import GAMES_TABLE
 from wikigame_spark.outcomes import SUCCESS
 from wikigame_spark.play import catalog, record
 from wikigame_spark.play.rules import Rules
+from wikigame_spark.play.runs import select_games
 from wikigame_spark.play.steps import REWARD_RULE
 from wikigame_spark.protocols import PAPER, PLAY_RULES
 from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
@@ -126,7 +127,7 @@ def _play_routes(ctx: Context, games: GamesHandle, game_ids: DataFrame) -> list[
 
 def _games(ctx: Context, games: GamesHandle) -> DataFrame:
     table = parquet.read_table(ctx.spark, games.folder.sub(GAMES_TABLE), GAMES)
-    return table if ctx.settings.games is None else table.orderBy("game_id").limit(ctx.settings.games)
+    return select_games(table, ctx.settings.games)
 
 
 def _write(

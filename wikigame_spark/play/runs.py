@@ -36,7 +36,7 @@ from wikigame_spark.storage import Folder
 log = logging.getLogger(__name__)
 
 # Shared settings that change the plays (a resume must keep them), beside the agents' options
-# marked so (``option(…, plays=True)``); the rest (timeouts, concurrency, caches, partitions) only
+# marked so (``option(…, changes_output=True)``); the rest (timeouts, concurrency, caches, partitions) only
 # change how fast they are made.
 PLAY_SETTINGS = ("use_titles", "allow_revisits", "allow_back", "protocol", "chunk_games")
 

@@ -36,6 +36,7 @@ _KEYS = [
     StructField("game_id", LongType(), False),
     StructField("step", IntegerType(), False),
     StructField("player", StringType(), False),
+    StructField("run_id", StringType(), True),  # None for the expert: two runs of one agent stay apart
 ]
 SFT = StructType([StructField("messages", MESSAGES, False), *_KEYS])
 PREFERENCES = StructType(
@@ -82,7 +83,8 @@ def examples(row, max_titles: int, view: str, seed: int) -> tuple[dict | None, d
     best = answer(row, max_titles, seed)
     if best is None:
         return None, None
-    keys = {"game_id": int(row["game_id"]), "step": int(row["step"]), "player": row["player"]}
+    run_id = None if pd.isna(row["run_id"]) else row["run_id"]
+    keys = {"game_id": int(row["game_id"]), "step": int(row["step"]), "player": row["player"], "run_id": run_id}
     asked = prompt(row, max_titles, view)
     chosen = [{"role": "assistant", "content": reply(row["offered_titles"][best], row["target_title"])}]
     sft = {"messages": [*asked, *chosen], **keys}
@@ -106,7 +108,8 @@ def _stage(decisions: DataFrame, schema: StructType, which: int, max_titles: int
 
 
 def sft_examples(decisions: DataFrame, max_titles: int, view: str, seed: int) -> DataFrame:
-    """DECISIONS → SFT: one conversation per step (of the expert's routes: each is one optimal move)."""
+    """DECISIONS → SFT: one conversation per step of every route, answered with the shown page
+    nearest the target."""
     return _stage(decisions, SFT, 0, max_titles, view, seed)
 
 
