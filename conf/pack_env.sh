@@ -35,4 +35,5 @@ version=$("$env_dir/bin/python" -c 'import sys; print(f"{sys.version_info[0]}.{s
   --exclude "lib/python$version/site-packages/pyspark/*" --exclude "lib/python$version/site-packages/pyspark-*"
 echo "$key" > "$out.key"
 base=$(sed -n 's/^home = //p' "$env_dir/pyvenv.cfg")
+rm -rf "$env_dir"  # 6 GB: the archive is what is kept
 echo "$out: $(du -h "$out" | cut -f1), Python $version (the nodes need it at ${prefix:-${base%/bin}}), built in $(( $(date +%s) - started ))s"

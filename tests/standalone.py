@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -79,6 +80,13 @@ class StandaloneCluster:
 
     def __exit__(self, *exc) -> None:
         pass  # kept for the next test of the run; see the class docstring
+
+    def drop_finished_applications(self) -> None:
+        """The work folders of the applications that have ended: each holds what its executors
+        unpacked (a packed environment's 6 GB), which the workers keep until they stop."""
+        work = os.path.join(self.workdir, "work")
+        for name in os.listdir(work) if os.path.isdir(work) else []:
+            shutil.rmtree(os.path.join(work, name), ignore_errors=True)
 
     def alive(self) -> bool:
         return bool(self.procs) and all(p.poll() is None for p in self.procs)

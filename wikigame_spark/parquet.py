@@ -73,14 +73,14 @@ def write_table(df: DataFrame, table: Folder, schema: StructType) -> None:
     """Write the table folder ``table`` after checking the frame has exactly the contract's
     columns and types."""
     _check_columns(df, schema, table)
-    df.write.mode("error").parquet(table.root)
+    df.write.mode("error").parquet(table.spark_path())
 
 
 def read_table(spark: SparkSession, table: Folder | list[Folder], schema: StructType) -> DataFrame:
     """Read Parquet with the contract's explicit schema (never inferred): one table folder, or
     several as one (none: an empty table)."""
     tables = [table] if isinstance(table, Folder) else list(table)
-    paths = [t.root for t in tables]
+    paths = [t.spark_path() for t in tables]
     return spark.read.schema(schema).parquet(*paths) if paths else spark.createDataFrame([], schema)
 
 
@@ -121,9 +121,9 @@ def write_json_lines(df: DataFrame, folder: Folder, schema: StructType) -> None:
     the frame has exactly the contract's columns and types. Every line has every key, a null one
     as ``null``: a reader infers one schema from the first lines it sees."""
     _check_columns(df, schema, folder)
-    df.write.mode("error").option("compression", "none").option("ignoreNullFields", "false").json(folder.root)
+    df.write.mode("error").option("compression", "none").option("ignoreNullFields", "false").json(folder.spark_path())
 
 
 def read_json_lines(spark: SparkSession, folder: Folder, schema: StructType) -> DataFrame:
     """A folder written by :func:`write_json_lines`, read with its contract's schema."""
-    return spark.read.schema(schema).json(folder.root)
+    return spark.read.schema(schema).json(folder.spark_path())

@@ -471,6 +471,11 @@ class Folder:
     def local_disk(self, rel: str = "") -> str | None:
         return self.storage.local_disk(self.path(rel))
 
+    def spark_path(self, rel: str = "") -> str:
+        """What Spark reads and writes this folder as: a local one as ``file://``, also where the
+        session's default file system is another (HDFS on YARN and EMR)."""
+        return self.storage.spark_path(self.path(rel))
+
     def arrow(self, rel: str = "", options: dict | None = None) -> tuple[pafs.FileSystem, str]:
         return self.storage.arrow(self.path(rel), options)
 

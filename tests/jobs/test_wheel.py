@@ -130,7 +130,9 @@ def test_wheel_runs_the_wikipedia_chain_by_spark_submit_from_a_fresh_venv(tmp_pa
     assert scripts == [f"wikigame-{job.replace('_', '-')}" for job in jobs]
     for job in jobs:
         shown = subprocess.run([f"wikigame-{job.replace('_', '-')}", "--help"], env=env, capture_output=True, text=True)
-        direct = subprocess.run([py, os.path.join(ROOT, "jobs", f"{job}.py"), "--help"], env=env, capture_output=True, text=True)
+        direct = subprocess.run(
+            [py, os.path.join(ROOT, "jobs", f"{job}.py"), "--help"], env=env, capture_output=True, text=True
+        )
         assert shown.returncode == 0 and shown.stdout == direct.stdout, job
     done = subprocess.run(["wikigame-report", "--output", "report"], cwd=home, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
