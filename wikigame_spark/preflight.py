@@ -347,9 +347,7 @@ PACKED_ENVIRONMENT = (
 # A Python worker that could not start (PySpark's worker daemon, or the module it runs, missing)
 _NO_MODULE = re.compile(r"Error from python worker:\s+(\S+?): [^\n]*?No module named '([\w.]+)'")
 _CANNOT_RUN = re.compile(r'Cannot run program "([^"]+)"(?:[^\n]*?error=\d+, ([^\n]+))?')
-_VERSION_MISMATCH = re.compile(
-    r"Python in worker has different version:? \(?([\d, ]+)\)? than that in driver:? ([\d.]+)"
-)
+_VERSION_MISMATCH = re.compile(r"Python in worker has different version: (\d+\.\d+) than that in driver: (\d+\.\d+)")
 
 
 def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
@@ -381,9 +379,9 @@ def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
                 f"the executors cannot start their Python {cannot_run.group(1)}{why}: {PACKED_ENVIRONMENT}"
             ) from e
         if mismatch:
-            worker = ".".join(p.strip() for p in mismatch.group(1).split(",") if p.strip())
+            worker, driver = mismatch.groups()
             raise PreflightError(
-                f"the executors' Python ({python}) is {worker}, the driver's {mismatch.group(2)}: "
+                f"the executors' Python ({python}) is {worker}, the driver's {driver}: "
                 f"the archive's Python must be the driver's version; {PACKED_ENVIRONMENT}"
             ) from e
         raise
