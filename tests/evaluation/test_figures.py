@@ -70,3 +70,27 @@ def test_every_figure_is_a_png_with_several_graphs():
         assert figures.is_png(png) and len(png) > 5000
     assert figures.success_vs_parameters(success, {"tfidf": None, "llm: gpt-4o": "gpt-4o"}) is None
     assert figures.success_vs_embedding_cost(success.assign(embedding_core_hours_enwiki=None)) is None
+
+
+def test_point_labels_cover_no_other_label_point_or_error_bar():
+    """Fig 2C's points as a real run left them (Wikispeedia: two static models and three
+    transformers, two pairs a factor of 3 apart), each labelled clear of the others."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    points = [(0.25, 0.88, 0.023, "average_word_embeddings_glove.6B.50d"), (0.82, 0.895, 0.022, "potion-base-8M"),
+              (119.0, 0.93, 0.018, "all-MiniLM-L6-v2"), (650.0, 0.93, 0.018, "all-mpnet-base-v2"),
+              (2167.0, 0.885, 0.023, "multilingual-e5-small-q4")]  # fmt: skip
+    fig = Figure(figsize=(6.5, 4.8))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.errorbar([p[0] for p in points], [p[1] for p in points], yerr=[p[2] for p in points], fmt="o")
+    ax.set_xscale("log")
+    ax.set_xlim(0.025, 21670)
+    ax.set_ylim(0, 1.05)
+    boxes = figures.place_labels(ax, points)
+    assert len(boxes) == len(points)
+    for i, box in enumerate(boxes):
+        assert not any(box.overlaps(other) for other in boxes[i + 1 :]), points[i]
+        for x, y, err, _ in points:  # the point and both ends of its error bar
+            assert not any(box.contains(*ax.transData.transform((x, y + d))) for d in (-err, 0, err)), points[i]

@@ -291,3 +291,23 @@ def test_runs_pooled_under_one_label_are_said_to_count_replayed_games_twice():
         "tfidf on graph ltgwiki pools 2 runs (tfidf-1, tfidf-2): a game played in more than one of them counts "
         "once per run, as independent games, in its success rate, steps and fits"
     ]
+
+
+def test_a_long_label_or_graph_name_still_makes_a_file_name():
+    """A figure's file name holds a run's label and a graph's name; a file name is at most 255 bytes."""
+    from wikigame_spark.evaluation.render import SLUG_CHARS, _slug
+
+    assert _slug("embedding: all-MiniLM-L6-v2") == "embedding-all-minilm-l6-v2"
+    first, second = "a graph folder " * 20 + "one", "a graph folder " * 20 + "two"
+    assert len(_slug(first)) == SLUG_CHARS and _slug(first).startswith("a-graph-folder-a-graph")
+    assert _slug(first) != _slug(second)
+    assert len(f"fig3_steps_{_slug(first)}_{_slug(second)}.png".encode()) < 255
+
+
+def test_a_graph_is_named_by_its_wiki_not_by_other_keys_of_its_manifest():
+    from wikigame_spark.play.record import graph_params
+
+    sources = {"path": "/data/wikispeedia", "sha256": {"links.tsv": "6f06"}}
+    params = graph_params("/out/wikispeedia", {"kind": "wikispeedia", "source": sources, "counts": {"nodes": 3}})
+    assert params["graph_source"] is None and params["graph_nodes"] == 3
+    assert graph_params("/out/g", {"dbname": "ltgwiki"})["graph_source"] == "ltgwiki"

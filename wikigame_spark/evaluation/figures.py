@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import Bbox
 
 from wikigame_spark.document import rounded
 from wikigame_spark.evaluation.fits import StepFits, expected_fractions
@@ -139,8 +140,8 @@ def success_vs_embedding_cost(costs: pd.DataFrame) -> bytes | None:
 
 def _success_against(rows: pd.DataFrame, x: str, xlabel: str, title: str) -> bytes | None:
     """Each agent's success rate (± one standard deviation) against ``x`` on a log scale, a panel
-    per graph, each point labelled (neighbours' labels above and below in turn, the agent's name
-    left out when every point is one agent's); None when no row has an ``x``."""
+    per graph, each point labelled where the label covers no other (:func:`place_labels`; the
+    agent's name left out when every point is one agent's); None when no row has an ``x``."""
     rows = rows.dropna(subset=[x])
     if rows.empty:
         return None
@@ -148,24 +149,51 @@ def _success_against(rows: pd.DataFrame, x: str, xlabel: str, title: str) -> byt
     shared = next(iter(agents)) if len(agents) == 1 and rows[LABEL].str.contains(": ").all() else None
     graphs = sorted(rows[GRAPH].unique())
     fig = Figure(figsize=(6.5 * len(graphs), 4.8))
+    FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(graphs), sharey=True, squeeze=False)[0]
-    low, high = rows[x].min() / 3, rows[x].max() * 30  # room on the right for the labels
+    low, high = rows[x].min() / 10, rows[x].max() * 10  # room either side for the centred labels
     for i, (ax, graph) in enumerate(zip(axes, graphs)):
         g = rows[rows[GRAPH] == graph].sort_values(x)
         ax.errorbar(g[x], g["success_rate"], yerr=g["success_rate_sd"].fillna(0), fmt="o", capsize=3, color=f"C{i}")
-        for k, (_, r) in enumerate(g.iterrows()):
-            name = r[LABEL].split(": ", 1)[1] if shared else r[LABEL]
-            ax.annotate(name, (r[x], r["success_rate"]), xytext=(5, 6 if k % 2 == 0 else -14),
-                        textcoords="offset points", annotation_clip=False, fontsize=8)  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlim(low, high)
         ax.set_ylim(0, 1.05)
+        names = [label.split(": ", 1)[1] if shared else label for label in g[LABEL]]
+        place_labels(ax, list(zip(g[x], g["success_rate"], g["success_rate_sd"].fillna(0), names)))
         ax.set_title(graph)
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Success rate (± one standard deviation)")
     fig.suptitle(title + (f" — {shared} agent" if shared else ""))
     return _png(fig)
+
+
+# Where a point's label may go, in points from its error bar: above, below, then further out in turn.
+_LABEL_OFFSETS = (4, -12, 16, -24, 28, -36, 40, -48)
+
+
+def place_labels(ax, points: list[tuple[float, float, float, str]]) -> list:
+    """Label each (x, y, y error, text) point centred above or below it, at the first offset where
+    the label overlaps no label placed before and no point or its error bar (the last offset when
+    none is free); the labels' boxes in display coordinates. Set the axes' scales and limits first."""
+    renderer = ax.figure.canvas.get_renderer()
+    marks = []  # each point with its error bar, in display coordinates, a marker's width wide
+    for x, y, err, _ in points:
+        (left, bottom), (right, top) = ax.transData.transform([(x, y - err), (x, y + err)])
+        marks.append(Bbox.from_extents(left - 4, bottom - 4, right + 4, top + 4))
+    boxes = []
+    for i, (x, y, err, text) in enumerate(points):
+        others = boxes + marks[:i] + marks[i + 1 :]  # its own bar is below or above it by the offset
+        for dy in _LABEL_OFFSETS:
+            xy = (x, y + err if dy > 0 else y - err)
+            label = ax.annotate(text, xy, xytext=(0, dy), textcoords="offset points", ha="center",
+                                fontsize=8, annotation_clip=False)  # fmt: skip
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(b) for b in others) or dy == _LABEL_OFFSETS[-1]:
+                break
+            label.remove()
+        boxes.append(box)
+    return boxes
 
 
 def _fit_label(name: str, fit, fixed: bool) -> str:

@@ -9,6 +9,7 @@ folder (:func:`wikigame_spark.outputs.write_files`), which the job runner rename
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 import os
@@ -29,10 +30,16 @@ from wikigame_spark.outcomes import FORMATTING, NAVIGATION
 KIND_TAG = "wikigame.kind"
 KIND = "report"  # the manifest's and the tag's
 WILSON = ("wilson_low", "wilson_high")
+SLUG_CHARS = 80
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+    """``text`` as part of a file name: a long one cut, with a digest of the whole to keep it apart
+    (a figure's name holds a label and a graph's name, and a file name at most 255 bytes)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+    if len(slug) <= SLUG_CHARS:
+        return slug
+    return f"{slug[: SLUG_CHARS - 9]}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
 
 
 def _human_text(ev: Evaluation) -> str:

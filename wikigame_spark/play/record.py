@@ -117,7 +117,7 @@ def graph_params(graph_dir: str, manifest: dict) -> dict:
     return {
         "graph": graph_dir,
         "graph_kind": manifest.get("kind"),
-        "graph_source": manifest.get("dbname") or manifest.get("source") or manifest.get("input"),
+        "graph_source": manifest.get("dbname"),
         "graph_dump_date": manifest.get("newest_revision") or manifest.get("snapshot_date"),
         "graph_language": manifest.get("language"),
         "graph_field": manifest.get("field"),
