@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import os
 import re
@@ -85,19 +84,16 @@ def lead(text: str, chars: int = SUMMARY_CHARS) -> str:
     return "\n\n".join(prose)[:chars]
 
 
-def _sha256(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def build_graph(source: str, graph: str) -> dict:
     """The Wikispeedia folder ``source`` as a graph folder (nodes, edges, manifest), made once."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
 
+    from wikigame_spark.manifests import file_digest
     from wikigame_spark.schemas import EDGES, NODES
 
-    sources = {p: _sha256(os.path.join(source, p)) for p in (ARTICLES, LINKS)}
+    sources = {p: file_digest(os.path.join(source, p)) for p in (ARTICLES, LINKS)}
     manifest_path = os.path.join(graph, "manifest.json")
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
@@ -119,8 +115,8 @@ def build_graph(source: str, graph: str) -> dict:
     for table in ("nodes", "edges"):
         os.makedirs(os.path.join(graph, table), exist_ok=True)
     nodes = {"id": range(len(names)), "title": [title(n) for n in names], "summary": summaries}
-    pq.write_table(pa.table(nodes, schema=pa.schema(_arrow(NODES))), f"{graph}/nodes/part-00000.parquet")
-    edges = pa.table({"src": src, "dst": dst}, schema=pa.schema(_arrow(EDGES)))
+    pq.write_table(pa.table(nodes, schema=to_arrow_schema(NODES)), f"{graph}/nodes/part-00000.parquet")
+    edges = pa.table({"src": src, "dst": dst}, schema=to_arrow_schema(EDGES))
     pq.write_table(edges, f"{graph}/edges/part-00000.parquet")
     manifest = {
         "kind": "wikispeedia",
@@ -134,14 +130,6 @@ def build_graph(source: str, graph: str) -> dict:
     with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=2)
     return manifest
-
-
-def _arrow(schema) -> list:
-    """A Spark schema's fields as Arrow fields (long and string only, as the node contract has)."""
-    import pyarrow as pa
-
-    kinds = {"LongType()": pa.int64(), "StringType()": pa.string()}
-    return [pa.field(f.name, kinds[repr(f.dataType)], f.nullable) for f in schema.fields]
 
 
 # --- the jobs ------------------------------------------------------------------------------------
