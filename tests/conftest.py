@@ -15,6 +15,7 @@ WIKI = os.path.join(DATA, "wikipedia")
 LTG = os.path.join(WIKI, "ltgwiki-20170901-pages-articles.xml.bz2")
 ENWIKI = os.path.join(WIKI, "enwiki-pages-articles1-head.xml.bz2")
 BNWIKI = os.path.join(WIKI, "bnwiki-20230501-head-truncated.xml.xz")
+WIKISPEEDIA = os.path.join(DATA, "wikispeedia")
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # Keep Spark on loopback: tests only talk to 127.0.0.1.
@@ -90,4 +91,14 @@ def ltg_graph(tmp_path_factory, spark):
 
     out = str(tmp_path_factory.mktemp("graphs") / "ltgwiki")
     assert build_wikipedia.main(["--input", LTG, "--output", out]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def wikispeedia_graph(tmp_path_factory, spark):
+    """SNAP's real Wikispeedia built once by the job, shared by the tests that read it."""
+    from jobs import build_wikispeedia
+
+    out = str(tmp_path_factory.mktemp("graphs") / "wikispeedia")
+    assert build_wikispeedia.main(["--input", WIKISPEEDIA, "--output", out]) == 0
     return out

@@ -113,7 +113,7 @@ def test_flatten_leaves_the_secrets_out():
 def test_every_jobs_settings_are_beside_its_spec():
     """Adding a job is its module (settings, spec, body), its entry point and its YAML."""
     specs = jobs.specs()
-    assert len(specs) == 9
+    assert len(specs) == 10
     for job in specs:
         module = importlib.import_module(f"wikigame_spark.jobs.{job.name}")
         assert module.JOB is job and job.settings.__module__ == module.__name__, job.name

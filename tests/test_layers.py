@@ -256,6 +256,7 @@ STORAGE_OWNERS = {
     "wikigame_spark.stores": "the input stores, and the S3 settings Hadoop reads",
     "wikigame_spark.parquet": "the project's tables, and a snapshot's Parquet files",
     "wikigame_spark.ingest.openalex_snapshot": "a snapshot's JSON lines files",
+    "wikigame_spark.ingest.wikispeedia": "Wikispeedia's TSV files and plain-text articles",
 }
 _RAW_IO = ("spark.read", ".write.mode(", ".write.parquet(", "hadoopConfiguration(", "getFileSystem(", "hadoop.fs.Path(")
 

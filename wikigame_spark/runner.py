@@ -50,6 +50,7 @@ class InputKind(enum.Enum):
     DUMPS = "dumps"  # Wikipedia dump files, folders or globs
     SNAPSHOT = "snapshot"  # an OpenAlex works snapshot: a folder, a file, an s3:// prefix
     FILE = "file"  # one file (a TSV of human games)
+    FOLDER = "folder"  # a source's folder of files (Wikispeedia's)
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,7 @@ class Job:
             if set(ctx.outputs) == {""} and hasattr(ctx.settings, "output"):
                 ctx.settings = dataclasses.replace(ctx.settings, output=ctx.outputs[""])
         overwrite = bool(getattr(ctx.settings, "overwrite", False))
-        inputs, sources = _input_paths(ctx), _input_paths(ctx, (InputKind.DUMPS, InputKind.SNAPSHOT, InputKind.FILE))
+        inputs, sources = _input_paths(ctx), _input_paths(ctx, (*_SOURCES, InputKind.FILE))
         for out in self.outputs:
             for key in out.paths(ctx.settings, ctx.inputs):
                 path = ctx.outputs[key]
@@ -377,14 +378,21 @@ def _as_list(value) -> list[str]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
+# Source inputs, and what their flag must name.
+_SOURCES = {
+    InputKind.DUMPS: "a dump file or a folder of dumps",
+    InputKind.SNAPSHOT: "an OpenAlex snapshot (folder, file or s3:// prefix)",
+    InputKind.FOLDER: "a folder of source files",
+}
+
+
 def _open_input(spec: Input, path, ctx: Context, spark):
     """The input as the body takes it: a handle for graphs and games, paths for the rest; None
     while a URI waits for the session."""
     flag = config.flag_of(ctx.settings, spec.setting)
-    if spec.kind in (InputKind.DUMPS, InputKind.SNAPSHOT):
+    if spec.kind in _SOURCES:
         paths = _as_list(path)
-        want = "an OpenAlex snapshot (folder, file or s3:// prefix)" if spec.kind is InputKind.SNAPSHOT else None
-        preflight.require_source(paths, flag, **({"want": want} if want else {}))
+        preflight.require_source(paths, flag, want=_SOURCES[spec.kind])
         return tuple(paths) if spec.kind is InputKind.DUMPS else path
     if spec.kind is InputKind.FILE:
         if not preflight.is_local(path) and spark is None:

@@ -39,64 +39,71 @@ COLUMNS = [
 ]  # fmt: skip
 
 
+# Per play: its moves, those to an optimal page, those the hub would have made, both, back moves,
+# and whether the first move was the hub's.
+MOVE_COUNTS = ("moves", "optimal", "hub", "hub_not_optimal", "back", "hub_first")
+
+
 def _graph_moves(spark: SparkSession, graph_dir: str, plays: pd.DataFrame, rules: dict[str, Rules]) -> pd.DataFrame:
-    """Per play of one graph: moves, optimal moves, the hub's moves, both, back moves."""
+    """:data:`MOVE_COUNTS` of each play of one graph (indexed as ``plays``)."""
     handle = GraphHandle.open(graph_dir, spark)
     graph = mapped.mapped_graph(mapped.ensure_graph(spark, handle))
     scores = load_centrality(ensure_centrality(spark, handle), PAGERANK)
     searches = Searches(graph)
-    counts = np.zeros((len(plays), 5), dtype=np.int64)
+    counts = np.zeros((len(plays), len(MOVE_COUNTS)), dtype=np.int64)
+    at = pd.Series(np.arange(len(plays)), index=plays.index)
     for target, group in plays.groupby("target", sort=False):
         routes = [([int(v) for v in r], rules[run]) for r, run in zip(group["route"], group["run_id"])]
         distances = searches.to(int(target), searches.expected_pages(sum(len(r) - 1 for r, _ in routes)))
-        for i, steps in zip(group.index, score_routes(graph, distances, routes)):
-            for s in steps:
+        for i, steps in zip(at[group.index], score_routes(graph, distances, routes)):
+            for k, s in enumerate(steps):
                 hub = hub_choice(s.offered, scores) == s.move
-                counts[i] += (1, s.is_optimal, hub, hub and not s.is_optimal, s.back)
-    out = plays[[*GROUP, "run_id", "outcome", "steps", "optimal_steps"]].copy()
-    for k, name in enumerate(("moves", "optimal", "hub", "hub_not_optimal", "back")):
-        out[name] = counts[:, k]
-    return out
+                counts[i] += (1, s.is_optimal, hub, hub and not s.is_optimal, s.back, hub and k == 0)
+    return pd.DataFrame(counts, columns=list(MOVE_COUNTS), index=plays.index)
 
 
-def baseline_table(spark: SparkSession, profiled: pd.DataFrame, runs: Sequence) -> tuple[pd.DataFrame, list[str]]:
-    """Per agent and graph: its gap to the oracle and its moves against the optimal and the hub's
-    (``profiled``: the report's profiled plays, one positional index), and notes on what was left out."""
+def play_moves(spark: SparkSession, profiled: pd.DataFrame, runs: Sequence) -> tuple[pd.DataFrame, list[str]]:
+    """The report's profiled plays with each one's :data:`MOVE_COUNTS` (every move replayed under its
+    run's rules), those of graphs that cannot be opened left out; and notes on what was left out."""
     if profiled.empty:
-        return pd.DataFrame(columns=COLUMNS), []
-    plays = profiled.reset_index(drop=True)
+        return profiled.assign(**{c: pd.Series(dtype="int64") for c in MOVE_COUNTS}), []
     rules = {r.run_id: Rules.of_params(r.params) for r in runs}
     graph_of = {r.run_id: (r.params.get("graph") or "").rstrip("/") for r in runs}
     parts, notes = [], []
-    for graph_dir, group in plays.groupby(plays["run_id"].map(graph_of), sort=True):
+    for graph_dir, group in profiled.groupby(profiled["run_id"].map(graph_of), sort=True):
         try:
-            parts.append(_graph_moves(spark, graph_dir, group.reset_index(drop=True), rules))
+            parts.append(_graph_moves(spark, graph_dir, group, rules))
         except (FileNotFoundError, GraphFramesUnavailable) as e:  # the rest are still reported
             notes.append(f"moves against the hub: graph {graph_dir} left out ({str(e).splitlines()[0]})")
     if not parts:
-        return pd.DataFrame(columns=COLUMNS), notes
-    moves = pd.concat(parts, ignore_index=True)
-    rows = []
-    for (label, graph), g in moves.groupby(GROUP, sort=False):
-        won = g[g["outcome"] == SUCCESS]
-        n = int(g["moves"].sum())
-        share = lambda col, g=g, n=n: float(g[col].sum()) / n if n else math.nan  # noqa: E731
-        rows.append(
-            {
-                "label": label,
-                "graph": graph,
-                "plays": len(g),
-                "oracle_gap": 1.0 - len(won) / len(g),
-                "steps_above_oracle": float((won["steps"] - won["optimal_steps"]).mean()) if len(won) else math.nan,
-                "moves": n,
-                "optimal_share": share("optimal"),
-                "hub_share": share("hub"),
-                "hub_not_optimal_share": share("hub_not_optimal"),
-                "back_moves": int(g["back"].sum()),
-                "plays_with_back": int((g["back"] > 0).sum()),
-            }
-        )
-    return pd.DataFrame(rows, columns=COLUMNS), notes
+        return profiled.iloc[:0].assign(**{c: pd.Series(dtype="int64") for c in MOVE_COUNTS}), notes
+    counts = pd.concat(parts)
+    return profiled.loc[counts.index].join(counts), notes
+
+
+def summary(moves: pd.DataFrame) -> dict:
+    """One group's plays (:func:`play_moves`' rows) as the baselines table's numbers."""
+    won = moves[moves["outcome"] == SUCCESS]
+    n = int(moves["moves"].sum())
+    share = lambda col: float(moves[col].sum()) / n if n else math.nan  # noqa: E731
+    return {
+        "plays": len(moves),
+        "oracle_gap": 1.0 - len(won) / len(moves) if len(moves) else math.nan,
+        "steps_above_oracle": float((won["steps"] - won["optimal_steps"]).mean()) if len(won) else math.nan,
+        "moves": n,
+        "optimal_share": share("optimal"),
+        "hub_share": share("hub"),
+        "hub_not_optimal_share": share("hub_not_optimal"),
+        "back_moves": int(moves["back"].sum()),
+        "plays_with_back": int((moves["back"] > 0).sum()),
+    }
+
+
+def baseline_table(moves: pd.DataFrame) -> pd.DataFrame:
+    """Per agent and graph: its gap to the oracle and its moves against the optimal and the hub's
+    (``moves``: :func:`play_moves`' plays)."""
+    rows = [{"label": label, "graph": graph, **summary(g)} for (label, graph), g in moves.groupby(GROUP, sort=False)]
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def render(doc, table: pd.DataFrame) -> None:

@@ -22,11 +22,11 @@ from pyspark.sql.types import IntegerType
 from wikigame_spark.agents.base import Agent, registered_agents
 from wikigame_spark.agents.llm import PLUMBING_NOTE
 from wikigame_spark.agents.sentence_models import model_slug
-from wikigame_spark.evaluation import bands, baselines, loops, protocols, routes, tables
+from wikigame_spark.evaluation import bands, baselines, loops, people, protocols, routes, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
 from wikigame_spark.evaluation.profiles import profiled_plays
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
-from wikigame_spark.ingest.humans import HUMAN
+from wikigame_spark.ingest.humans import HUMAN, HUMAN_ROUTES
 from wikigame_spark.play import catalog, record
 from wikigame_spark.play.catalog import PlayRun
 
@@ -147,6 +147,7 @@ class Evaluation:
     embedding_cost: pd.DataFrame = field(default_factory=pd.DataFrame)  # success against cost (embedding_cost_table)
     routes: routes.Routes = field(default_factory=routes.Routes)  # from the distance profiles (routes.py)
     baselines: pd.DataFrame = field(default_factory=pd.DataFrame)  # against the oracle and the hub (baselines.py)
+    people: people.Comparison = field(default_factory=people.Comparison)  # people and agents on the same pairs
 
     def metrics(self) -> dict[str, float]:
         """Flat per-group numbers for the report's MLflow run."""
@@ -166,6 +167,7 @@ class Evaluation:
         out.update(bands.metrics(self.bands, metric_key) if self.bands is not None else {})
         out.update(loops.metrics(self.loops, metric_key) if self.loops is not None else {})
         out.update(routes.metrics(self.routes, metric_key))
+        out.update(people.metrics(self.people, metric_key))
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
 
@@ -197,7 +199,7 @@ def evaluate(
     steps = tables.steps_table(players(agg.groups))
     outcomes = tables.outcome_table(players(agg.outcomes))
     games = {(r[tables.LABEL], r[tables.GRAPH]): int(r[tables.N_GAMES]) for _, r in agg.groups.iterrows()}
-    humans = {r.label for r in runs if r.agent == HUMAN}
+    humans = {r.label for r in runs if r.agent == HUMAN and r.params.get(HUMAN_ROUTES) != "whole"}
     fits = fit_groups(players(agg.extra), games, humans, human_cutoff, human_mode)
     per_run = agg.per_run.set_index(tables.RUN_ID)[tables.N_GAMES].to_dict()
     run_rows = [
@@ -226,13 +228,15 @@ def evaluate(
             f"games the server never answered (no_response), left out of success rates, steps and fits "
             f"(the outcome breakdown counts them): {counts}"
         )
-    route_tables, baseline_table = routes.Routes(), pd.DataFrame()
+    route_tables, baseline_table, with_people = routes.Routes(), pd.DataFrame(), people.Comparison()
     if distance_profiles:
         players_runs = [r for r in runs if not r.plumbing]
         profiled, profile_notes = profiled_plays(plays.sparkSession, player_plays, players_runs)
         route_tables = routes.route_analysis(profiled)
-        baseline_table, baseline_notes = baselines.baseline_table(plays.sparkSession, profiled, players_runs)
-        notes += profile_notes + baseline_notes
+        moves, move_notes = baselines.play_moves(plays.sparkSession, profiled, players_runs)
+        baseline_table = baselines.baseline_table(moves)
+        with_people = people.compare(plays.sparkSession, moves, players_runs)
+        notes += profile_notes + move_notes + with_people.notes
     return Evaluation(
         runs=pd.DataFrame(run_rows),
         skipped=list(skipped),
@@ -257,6 +261,7 @@ def evaluate(
         plumbing=plumbing_table(agg.outcomes[agg.outcomes[tables.LABEL].isin(plumbing)]),
         routes=route_tables,
         baselines=baseline_table,
+        people=with_people,
     )
 
 

@@ -60,6 +60,27 @@ def bootstrap_difference(
     return float(low), float(high)
 
 
+def cochran_mantel_haenszel(won_a, games_a, won_b, games_b) -> tuple[float, float]:
+    """The Mantel–Haenszel common odds ratio of winning for A against B over strata (one 2×2 table
+    each: A's and B's wins and losses; a stratum can hold many players of a side, e.g. the people
+    who played one pair) and the two-sided p-value of the Cochran–Mantel–Haenszel test that it is 1
+    (χ² with one degree of freedom, continuity-corrected). Strata of fewer than two games add nothing."""
+    a, n1 = np.asarray(won_a, dtype=np.float64), np.asarray(games_a, dtype=np.float64)
+    c, n2 = np.asarray(won_b, dtype=np.float64), np.asarray(games_b, dtype=np.float64)
+    b, d, n = n1 - a, n2 - c, n1 + n2
+    ok = n > 1
+    a, b, c, d, n1, n2, n = a[ok], b[ok], c[ok], d[ok], n1[ok], n2[ok], n[ok]
+    wins = a + c
+    expected = n1 * wins / n
+    variance = n1 * n2 * wins * (n - wins) / (n * n * (n - 1))
+    over, under = float(np.sum(a * d / n)), float(np.sum(b * c / n))
+    odds = over / under if under else (math.inf if over else math.nan)
+    if not variance.sum():
+        return odds, math.nan
+    chi2 = (max(abs(float(np.sum(a - expected))) - 0.5, 0.0)) ** 2 / float(variance.sum())
+    return odds, float(stats.chi2.sf(chi2, 1))
+
+
 def wilcoxon_steps(extra_a: np.ndarray, extra_b: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p-value of paired steps above optimal; NaN when every
     difference is zero or there are none (nothing to rank)."""

@@ -20,7 +20,7 @@ import pandas as pd
 
 from wikigame_spark import layout, manifests, outputs, storage
 from wikigame_spark.document import Document, fmt
-from wikigame_spark.evaluation import bands, baselines, figures, loops, protocols, routes, tables
+from wikigame_spark.evaluation import bands, baselines, figures, loops, people, protocols, routes, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
 from wikigame_spark.evaluation.fits import MIN_FIT_GAMES
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
@@ -244,6 +244,8 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
     routes.render(doc, ev.routes, labels, graphs)
     if not ev.baselines.empty:
         baselines.render(doc, ev.baselines)
+    if not ev.people.empty:
+        people.render(doc, ev.people)
     return _files(doc, ev, title, experiment, created, run_id)
 
 
@@ -262,7 +264,13 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
     files["tables/embedding_cost.csv"] = csv(ev.embedding_cost)
     files["tables/fits.csv"] = csv(ev.fit_table)
     files["tables/steps_above_optimal_counts.csv"] = csv(ev.extra)
-    extra_tables = {"bands": ev.bands, "loops": ev.loops, **ev.routes.tables(), "baselines": ev.baselines}
+    extra_tables = {
+        "bands": ev.bands,
+        "loops": ev.loops,
+        **ev.routes.tables(),
+        "baselines": ev.baselines,
+        **ev.people.tables(),
+    }
     for name, table in extra_tables.items():
         if table is not None:
             files[f"tables/{name}.csv"] = csv(table)

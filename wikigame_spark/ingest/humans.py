@@ -36,6 +36,9 @@ from wikigame_spark.outcomes import SUCCESS, TIME_LIMIT
 from wikigame_spark.schemas import ID, TARGET, TITLE, require_columns
 
 HUMAN = "human"
+# A people's run's param: "whole" when every page of every game was recorded (Wikispeedia), so its
+# steps above optimal are known, not cut off as the paper's self-reported human games are.
+HUMAN_ROUTES = "human_routes"
 
 # Accepted header names per field, compared lower-case with everything but letters and digits
 # removed ("Time (m:s)" → "timems").

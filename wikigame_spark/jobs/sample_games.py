@@ -1,5 +1,7 @@
 """Games: uniformly random reachable (source, target) pairs with exact optimal lengths → GRAPH/games
-(and, with ``--eval-games``, a held-out eval set whose targets no train game has → GRAPH/games_eval)."""
+(and, with ``--eval-games``, a held-out eval set whose targets no train game has → GRAPH/games_eval);
+or, with ``--human-plays``, the pairs people played (all, or a seeded sample), each with how many
+played and won it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import ClassVar
 
-from wikigame_spark import layout, parquet, tracking
+from wikigame_spark import layout, manifests, parquet, preflight, storage, tracking
 from wikigame_spark.config import (
     EXPERIMENT_HELP,
     OVERWRITE_HELP,
@@ -22,11 +24,15 @@ from wikigame_spark.config import (
 from wikigame_spark.evaluation.bands import parse_bands
 from wikigame_spark.graph import distances
 from wikigame_spark.graph.frame import read_graph
+from wikigame_spark.graph.played_pairs import PEOPLE_PAIRS, PLAYED_GAMES, played_pairs
 from wikigame_spark.graph.sampling import EVAL, TRAIN, SampledGames, Split, sample_games
+from wikigame_spark.handles import GraphHandle
 from wikigame_spark.layout import GamesDir
+from wikigame_spark.play import record
 from wikigame_spark.protocols import LLM_WIKIRACE, PAPER, PROTOCOLS
 from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
 from wikigame_spark.schemas import GAMES
+from wikigame_spark.storage import Folder
 
 KIND = "games"
 log = logging.getLogger(__name__)
@@ -68,6 +74,12 @@ class SampleGamesConfig:
     split_seed: int = setting(0, "the seed that chooses which nodes are held out for eval")
     eval_share: float = setting(0.0, "share of the nodes held out as eval targets (0: eval games / all games)")
     split_sources: bool = setting(False, "keep the eval games' sources apart from the train games' too")
+    human_plays: str = setting(
+        "",
+        "a people's play run folder (jobs/import_human_games.py): the games are the pairs they played "
+        "(all, or --games of them in the seed's order), with how many played and won each",
+    )
+    won_only: bool = setting(False, "with --human-plays: only the pairs at least one person won")
     protocol: str = setting(
         PAPER,
         "the study whose defaults apply (llm-wikirace: largest SCC, bands 3-4,5-6,7-8)",
@@ -90,6 +102,15 @@ class SampleGamesConfig:
             raise ConfigError(
                 f"--max-draws: must be 0 (automatic) or at least --games {self.games}, got {self.max_draws}"
             )
+        if self.human_plays:
+            drawn = ("stratify", "largest_scc", "degree_quantiles", "eval_games", "target_language", "targets_where")
+            given = [f"--{k.replace('_', '-')}" for k in drawn if getattr(self, k)]
+            if given:
+                raise ConfigError(
+                    f"--human-plays takes the pairs people played, not drawn ones: drop {', '.join(given)}"
+                )
+        elif self.won_only:
+            raise ConfigError("--won-only keeps the pairs people won: give --human-plays too")
         bands = self.strata()
         if bands and 0 < self.games < len(bands):
             raise ConfigError(
@@ -116,6 +137,48 @@ def eval_output(s: SampleGamesConfig, games: str) -> str:
 
 
 def sample(ctx: Context) -> Result:
+    return from_people(ctx) if ctx.settings.human_plays else draw(ctx)
+
+
+def from_people(ctx: Context) -> Result:
+    """The games of the pairs a people's play run played."""
+    s: SampleGamesConfig = ctx.settings
+    graph = ctx.inputs["graph"]
+    folder = storage.folder(preflight.absolute(s.human_plays), ctx.spark)
+    made = read_people_run(folder, graph)
+    games, c = played_pairs(record.read_run(ctx.spark, folder), s.seed, s.games, s.won_only)
+    parquet.write_tables(ctx.stage(), {layout.GAMES_TABLE: (games, PLAYED_GAMES)})
+    source = {"plays": folder.root, "mlflow_run_id": made.get("mlflow_run_id"), "run_name": made.get("run_name")}
+    manifest = {"kind": KIND, "seed": s.seed, "games": c["games"], "draws": c["pairs"], "discarded": 0,
+                "counts": c, "graph": graph.identity(), PEOPLE_PAIRS: source}  # fmt: skip
+    tracking.log_json({**manifest, **ctx.provenance()}, "manifest.json")
+    left = ", ".join(f"{k} {v}" for k, v in c["left_out"].items() if v)
+    summary = (
+        f"wrote {GamesDir(ctx.output()).games} and {layout.manifest(ctx.output())} (MLflow run {ctx.run.info.run_id}): "
+        f"{c['games']} games of the {c['pairs']} pairs {c['plays']} people's games played"
+        + (f" ({left} left out)" if left else "")
+    )
+    return Result(summary, manifests={"": manifest}, metrics={"games": c["games"], "pairs": c["pairs"]})
+
+
+def read_people_run(folder: Folder, graph: GraphHandle) -> dict:
+    """The finished people's play run at ``folder``, imported on ``graph``: its manifest."""
+    try:
+        made = manifests.read_manifest(folder)
+    except FileNotFoundError:
+        raise ConfigError(f"--human-plays {folder.root}: no finished play run there (import people's games "
+                          "with jobs/import_human_games.py)") from None  # fmt: skip
+    recorded = (made.get("graph") or {}).get("manifest_sha1")
+    if made.get("kind") != record.RUN_KIND or recorded != graph.sha1:
+        raise ConfigError(
+            f"--human-plays {folder.root}: not a play run on --graph {graph.path} (its manifest names "
+            f"{(made.get('graph') or {}).get('path') or 'no graph'}); import the people's games on this graph"
+        )
+    return made
+
+
+def draw(ctx: Context) -> Result:
+    """Games drawn at random (the paper's)."""
     s: SampleGamesConfig = ctx.settings
     graph = read_graph(ctx.spark, ctx.inputs["graph"])
     if not s.games:  # a games set the graph's size: 26 games on a 26-work graph, not 10,000 repeats

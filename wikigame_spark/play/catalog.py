@@ -11,10 +11,9 @@ import mlflow
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from wikigame_spark import manifests, parquet, storage, tracking
-from wikigame_spark.layout import PLAYS_TABLE, GraphDir, PlaysDir
+from wikigame_spark import manifests, storage, tracking
+from wikigame_spark.layout import GraphDir
 from wikigame_spark.play import artifacts, record
-from wikigame_spark.schemas import PLAYS
 
 
 @dataclass(frozen=True)
@@ -111,8 +110,7 @@ def load_plays(spark: SparkSession, run: PlayRun) -> tuple[DataFrame, str]:
     except FileNotFoundError:
         manifest = {}
     if manifest.get("mlflow_run_id") == run.run_id:
-        parts = [folder.storage.folder(chunk).sub(PLAYS_TABLE) for chunk in folder.glob(PlaysDir.CHUNKS)]
-        return parquet.read_table(spark, parts, PLAYS), run.plays_dir
+        return record.read_run(spark, folder), run.plays_dir
     with tempfile.TemporaryDirectory() as tmp:
         try:
             path = mlflow.artifacts.download_artifacts(

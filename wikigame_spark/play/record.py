@@ -217,6 +217,13 @@ def write_chunk(
     return count
 
 
+def read_run(spark: SparkSession, folder: Folder) -> DataFrame:
+    """Every play of a play run's folder (its chunks read in parallel)."""
+    return parquet.read_table(
+        spark, [folder.storage.folder(c).sub(PLAYS_TABLE) for c in folder.glob(PlaysDir.CHUNKS)], PLAYS
+    )
+
+
 def read_chunks(spark: SparkSession, output: Folder, chunks: Sequence[int]) -> DataFrame:
     """The plays of ``chunks`` of ``output`` as one frame."""
     return parquet.read_table(spark, [output.sub(PlaysDir.chunk_name(c)).sub(PLAYS_TABLE) for c in chunks], PLAYS)
