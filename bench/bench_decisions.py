@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.bench_profiles import ensure_graph, graph_path, in_own_process, load
 from wikigame_spark.graph.csr import CsrGraph
-from wikigame_spark.graph.optimal import BFS_PAGES, Searches, descend
+from wikigame_spark.graph.optimal import Searches, descend
 from wikigame_spark.graph.profiles import UNREACHED
 from wikigame_spark.play.rules import Rules
 from wikigame_spark.play.steps import offered_along, score_routes
@@ -69,9 +69,9 @@ def games(graph: Graph, n: int, walks: int, seed: int = 7) -> list[tuple[int, in
     return out
 
 
-def searched(graph: Graph, played: list, bfs_pages: int) -> dict:
+def searched(graph: Graph, played: list, bfs_at: int | None) -> dict:
     """As a task of the job: per target, the distances, the expert's descent, every route scored."""
-    searches = Searches(graph, bfs_pages)
+    searches = Searches(graph, bfs_at)
     started = time.perf_counter()
     searches.profile.pair_graph  # noqa: B018 - built once per worker (SCCs, condensation), timed apart
     searches.profile.in_links  # noqa: B018
@@ -126,7 +126,7 @@ def measure(path: str, method: str, n_games: int, walks: int) -> dict:
     if method == "pairs":
         result = pairs(graph, played)
     else:
-        result = searched(graph, played, BFS_PAGES if method == "auto" else 0)
+        result = searched(graph, played, None if method == "auto" else 0)
     return {
         "method": method,
         "walks": walks,

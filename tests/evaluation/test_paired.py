@@ -56,3 +56,30 @@ def test_table_pairs_only_within_a_games_set():
     )
     assert table[["agent_a", "agent_b"]].values.tolist() == [["a", "b"]]
     assert table["mcnemar_p_holm"].tolist() == [1.0]
+
+
+def test_cochran_mantel_haenszel_on_one_table_is_the_pearson_test_scaled():
+    # one stratum: A 7 of 10, B 3 of 12 → the CMH statistic is Pearson's χ² × (n − 1) / n
+    odds, p = paired.cochran_mantel_haenszel([7], [10], [3], [12], correction=False)
+    chi2 = stats.chi2_contingency([[7, 3], [3, 9]], correction=False)[0] * 21 / 22
+    assert p == pytest.approx(stats.chi2.sf(chi2, 1))
+    assert odds == pytest.approx(7 * 9 / (3 * 3))
+
+
+def test_cochran_mantel_haenszel_pools_strata_of_one_agent_and_several_people():
+    # pair by pair: the agent's one game, and the people who played the pair
+    won_a, games_a = [1, 1, 0, 1, 1], [1, 1, 1, 1, 1]
+    won_p, games_p = [0, 1, 1, 2, 0], [2, 3, 2, 4, 1]
+    odds, p = paired.cochran_mantel_haenszel(won_a, games_a, won_p, games_p)
+    a = np.array(won_a, float)
+    n1, n2 = np.ones(5), np.array(games_p, float)
+    m1, n = a + np.array(won_p), n1 + n2
+    expected, var = n1 * m1 / n, n1 * n2 * m1 * (n - m1) / (n * n * (n - 1))
+    chi2 = (abs((a - expected).sum()) - 0.5) ** 2 / var.sum()
+    assert p == pytest.approx(stats.chi2.sf(chi2, 1))
+    d = n2 - np.array(won_p)
+    b, c = n1 - a, np.array(won_p, float)
+    assert odds == pytest.approx((a * d / n).sum() / (b * c / n).sum())
+    # strata that cannot vary (everyone won) add nothing; no strata → no test
+    assert all(math.isnan(v) for v in paired.cochran_mantel_haenszel([1], [1], [2], [2]))
+    assert all(math.isnan(v) for v in paired.cochran_mantel_haenszel([], [], [], []))

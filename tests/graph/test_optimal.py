@@ -46,7 +46,7 @@ def check_routes(g: WorkerGraph, d: nx.DiGraph, pairs, seed: int = 0) -> int:
     checked = 0
     for game, (s, t) in enumerate(pairs):
         dist = dict(to_target(d, t))
-        by_pairs, whole = Searches(g).to(t, 0), Searches(g, bfs_pages=0).to(t, 0)
+        by_pairs, whole = Searches(g).to(t, 0), Searches(g, bfs_at=0).to(t, 0)
         route = descend(g, by_pairs, s, seed, game)
         assert route == descend(g, whole, s, seed, game)
         if s not in dist:

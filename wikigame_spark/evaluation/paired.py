@@ -60,11 +60,12 @@ def bootstrap_difference(
     return float(low), float(high)
 
 
-def cochran_mantel_haenszel(won_a, games_a, won_b, games_b) -> tuple[float, float]:
+def cochran_mantel_haenszel(won_a, games_a, won_b, games_b, correction: bool = True) -> tuple[float, float]:
     """The Mantel–Haenszel common odds ratio of winning for A against B over strata (one 2×2 table
     each: A's and B's wins and losses; a stratum can hold many players of a side, e.g. the people
     who played one pair) and the two-sided p-value of the Cochran–Mantel–Haenszel test that it is 1
-    (χ² with one degree of freedom, continuity-corrected). Strata of fewer than two games add nothing."""
+    (χ² with one degree of freedom, continuity-corrected unless not ``correction``). Strata of fewer
+    than two games add nothing."""
     a, n1 = np.asarray(won_a, dtype=np.float64), np.asarray(games_a, dtype=np.float64)
     c, n2 = np.asarray(won_b, dtype=np.float64), np.asarray(games_b, dtype=np.float64)
     b, d, n = n1 - a, n2 - c, n1 + n2
@@ -77,7 +78,8 @@ def cochran_mantel_haenszel(won_a, games_a, won_b, games_b) -> tuple[float, floa
     odds = over / under if under else (math.inf if over else math.nan)
     if not variance.sum():
         return odds, math.nan
-    chi2 = (max(abs(float(np.sum(a - expected))) - 0.5, 0.0)) ** 2 / float(variance.sum())
+    deviation = abs(float(np.sum(a - expected))) - (0.5 if correction else 0.0)
+    chi2 = max(deviation, 0.0) ** 2 / float(variance.sum())
     return odds, float(stats.chi2.sf(chi2, 1))
 
 

@@ -6,13 +6,15 @@ profiles choose (:class:`~wikigame_spark.graph.profiles.ProfileGraph`): one back
 in-links gives every page's distance at once and costs about the links it follows, whatever the
 number of pages asked; one bidirectional search per page (after the SCC condensation has settled
 the unreachable ones) costs per page. :class:`Searches` takes the BFS when a target's routes ask
-about :data:`BFS_PAGES` pages or more, else the pair searches (``bench/bench_decisions.py``
-measures both). An optimal move is to an offered page at the least
+about :func:`bfs_pages` pages or more (the break-even, which grows with the graph), else the pair
+searches (``bench/bench_decisions.py`` measures both). An optimal move is to an offered page at the least
 finite distance; among several, the seed breaks the tie, so an expert's route (the ``oracle``
 agent's, the decision records') is a function of (seed, game, step).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -22,8 +24,18 @@ from wikigame_spark.graph.worker_graph import WorkerGraph
 # A whole backward search costs about as much as this many pair searches of offered pages, measured
 # at 1 M nodes / 32 M edges by bench/bench_decisions.py (1.5–1.9 s a target against 0.3–0.7 ms a
 # page: offered pages, many without a path, cost more per page than a route's, hence below the
-# distance profiles' BFS_PAGES).
+# distance profiles' BFS_PAGES); and on Wikispeedia's 4,604 pages / 119,772 links (2.4 ms a target
+# against 0.062 ms a page: 38 pages).
 BFS_PAGES = 3_000
+BREAK_EVEN = ((119_772, 38), (32_000_000, BFS_PAGES))  # (links, pages)
+
+
+def bfs_pages(links: int) -> int:
+    """The pages a target's routes ask about from which one backward search is the cheaper: the
+    measured break-evens (:data:`BREAK_EVEN`), a power of the links between and beyond them."""
+    (l0, p0), (l1, p1) = BREAK_EVEN
+    power = math.log(p1 / p0) / math.log(l1 / l0)
+    return max(1, round(p0 * (max(links, 1) / l0) ** power))
 
 
 def optimal_links(offered: np.ndarray, distances: np.ndarray) -> np.ndarray:
@@ -69,9 +81,9 @@ class Searches:
     """A worker's searches to targets on one graph (ids 0…N−1), the in-links and the SCC
     condensation each built on first use."""
 
-    def __init__(self, graph: WorkerGraph, bfs_pages: int = BFS_PAGES) -> None:
+    def __init__(self, graph: WorkerGraph, bfs_at: int | None = None) -> None:
         self.graph = graph
-        self.bfs_pages = bfs_pages
+        self.bfs_pages = bfs_pages(int(graph.indices.size)) if bfs_at is None else bfs_at
         self.profile = ProfileGraph.from_mapped(graph)
 
     def to(self, target: int, pages: int) -> Distances:
