@@ -102,3 +102,23 @@ def wikispeedia_graph(tmp_path_factory, spark):
     out = str(tmp_path_factory.mktemp("graphs") / "wikispeedia")
     assert build_wikispeedia.main(["--input", WIKISPEEDIA, "--output", out]) == 0
     return out
+
+
+@pytest.fixture(scope="session")
+def wikispeedia_slice(tmp_path_factory):
+    """A Wikispeedia folder of the real graph files and the first lines of each real log of games
+    (3,000 finished, 1,000 unfinished), for tests of what follows the import."""
+    from wikigame_spark.ingest import wikispeedia
+
+    root = tmp_path_factory.mktemp("wikispeedia-slice")
+    paths = root / wikispeedia.PATHS_FOLDER
+    paths.mkdir()
+    source = os.path.join(WIKISPEEDIA, wikispeedia.PATHS_FOLDER)
+    for name in (wikispeedia.ARTICLES, wikispeedia.LINKS, wikispeedia.CATEGORIES):
+        os.symlink(os.path.join(source, name), paths / name)
+    os.symlink(os.path.join(WIKISPEEDIA, wikispeedia.TEXTS_FOLDER), root / wikispeedia.TEXTS_FOLDER)
+    for name, n in ((wikispeedia.FINISHED_PATHS, 3000), (wikispeedia.UNFINISHED, 1000)):
+        with open(os.path.join(source, name), encoding="utf-8") as f:
+            lines = [line for line in f if line.strip() and not line.startswith("#")][:n]
+        (paths / name).write_text("".join(lines), encoding="utf-8")
+    return str(root)

@@ -12,30 +12,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import WIKISPEEDIA
 from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.graph.played_pairs import PEOPLE, PEOPLE_WON, played_pairs
-from wikigame_spark.ingest import wikispeedia
 from wikigame_spark.schemas import PLAYS
-
-FINISHED_LINES, UNFINISHED_LINES = 3000, 1000  # the slice of the real logs
-
-
-@pytest.fixture(scope="module")
-def sliced(tmp_path_factory):
-    """A Wikispeedia folder of the real graph files and the first lines of each real log."""
-    root = tmp_path_factory.mktemp("wikispeedia-slice")
-    paths = root / wikispeedia.PATHS_FOLDER
-    paths.mkdir()
-    source = os.path.join(WIKISPEEDIA, wikispeedia.PATHS_FOLDER)
-    for name in (wikispeedia.ARTICLES, wikispeedia.LINKS, wikispeedia.CATEGORIES):
-        os.symlink(os.path.join(source, name), paths / name)
-    os.symlink(os.path.join(WIKISPEEDIA, wikispeedia.TEXTS_FOLDER), root / wikispeedia.TEXTS_FOLDER)
-    for name, n in ((wikispeedia.FINISHED_PATHS, FINISHED_LINES), (wikispeedia.UNFINISHED, UNFINISHED_LINES)):
-        with open(os.path.join(source, name), encoding="utf-8") as f:
-            lines = [line for line in f if line.strip() and not line.startswith("#")][:n]
-        (paths / name).write_text("".join(lines), encoding="utf-8")
-    return str(root)
 
 
 def test_pairs_are_numbered_in_the_seeds_order(spark):
@@ -64,12 +43,12 @@ def test_pairs_are_numbered_in_the_seeds_order(spark):
 
 
 @pytest.mark.slow
-def test_people_against_agents_on_the_same_pairs(sliced, wikispeedia_graph, tmp_path):
+def test_people_against_agents_on_the_same_pairs(wikispeedia_slice, wikispeedia_graph, tmp_path):
     env = job_env(f"sqlite:///{tmp_path}/mlflow.db", MLFLOW_EXPERIMENT_NAME="people")
     people = str(tmp_path / "people")
     games = str(tmp_path / "games")
-    done = run_job("import_human_games", "--graph", wikispeedia_graph, "--wikispeedia", sliced, "--output", people,
-                   env=env)  # fmt: skip
+    args = ["--graph", wikispeedia_graph, "--wikispeedia", wikispeedia_slice, "--output", people]
+    done = run_job("import_human_games", *args, env=env)
     assert done.rc == 0, done.err[-3000:]
     refused = run_job("sample_games", "--graph", wikispeedia_graph, "--human-plays", people, "--stratify", "1-2",
                       env=env)  # fmt: skip

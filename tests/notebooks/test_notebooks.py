@@ -60,6 +60,7 @@ def test_notebooks_are_in_databricks_source_format():
         "04_play.py",
         "05_report.py",
         "06_training_data.py",
+        "07_wikispeedia_people.py",
     ]
     for name in names:
         text = open(os.path.join(NOTEBOOKS, name), encoding="utf-8").read()
@@ -165,3 +166,17 @@ def test_openalex_notebook_on_a_snapshot_with_real_part_files(tmp_path, env):
     manifest = json.load(open(f"{tmp_path}/openalex/medicine/manifest.json"))
     assert manifest["field"] == "Medicine" and manifest["records"]["read"] == sum(f["records"] for f in snap.files)
     assert manifest["counts"]["nodes"] > 0
+
+
+@pytest.mark.slow
+def test_wikispeedia_people_and_agents(tmp_path, env, wikispeedia_slice):
+    out = str(tmp_path)
+    stdout = run("07_wikispeedia_people", env, out=out, wikispeedia=wikispeedia_slice, games="12", agents="random")
+    assert "build_wikispeedia: wrote" in stdout and "4604 nodes, 119772 edges" in stdout
+    assert "import_human_games: wrote" in stdout and "of 4000 games imported" in stdout
+    assert "sample_games: wrote" in stdout and "12 games of the" in stdout
+    assert stdout.count("play_games: wrote") == 1 and "report: wrote" in stdout
+    summary = json.load(open(f"{out}/report-wikispeedia/report.json"))
+    people = {r["agent"]: r for r in summary["people_summary"]}
+    assert set(people) == {"people", "random"} and people["people"]["pairs"] == people["random"]["pairs"] == 12
+    assert "figures/people_by_optimal_length.png" in summary["figures"]
