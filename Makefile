@@ -149,16 +149,21 @@ check: lint
 # where a base model is the point, as the likelihood agent on a few short games; the report labels it.
 DEMO_GRAPH := $(OUT)/ltgwiki
 DEMO_OPENALEX := $(OUT)/openalex
+DEMO_WIKISPEEDIA := $(OUT)/wikispeedia
+DEMO_PEOPLE_PAIRS ?= 200
 DEMO_AGENTS := embedding tfidf random
+# Wikispeedia's pairs: MiniLM compares the link titles there (a cache of 4,604 titles takes seconds, of
+# their leads about four minutes on 2 cores; `make demo-models` and bench/bench_navigation.py play leads).
+WIKISPEEDIA_AGENTS := "--agent embedding --use-titles" "--agent tfidf" "--agent random"
 DEMO_LLM_GAMES ?= 10
 CHAT_MODEL := smollm2-135m-instruct
 LLAMA_PORT ?= 8765
 LLM_WAYS := "--agent llm" "--agent llm --constrained grammar" "--agent likelihood"
-# $(call serve_and_play,MODEL,WAYS,FLAGS): the devtools server serves MODEL on 127.0.0.1 while it plays
-# the demo's Latgalian games each of the WAYS, then stops (docs/llm.md).
+# $(call serve_and_play,MODEL,WAYS,FLAGS[,GRAPH]): the devtools server serves MODEL on 127.0.0.1 while it
+# plays the games of GRAPH (the demo's Latgalian graph) each of the WAYS, then stops (docs/llm.md).
 serve_and_play = $(PY) -m wikigame_spark.devtools.local_server --port $(LLAMA_PORT) --model $(1) -- bash -c '\
   for way in $(2); do \
-    $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --overwrite --model $(1) --timeout 600 $(3) $$way || exit 1; \
+    $(PY) jobs/play_games.py --graph $(or $(4),$(DEMO_GRAPH)) --overwrite --model $(1) --timeout 600 $(3) $$way || exit 1; \
   done'
 demo: export MLFLOW_EXPERIMENT_NAME = wikigame-demo
 demo: export HF_HUB_OFFLINE = 1
@@ -179,6 +184,14 @@ demo: install
 	  for agent in $(DEMO_AGENTS); do \
 	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent $$agent --overwrite || exit 1; done; \
 	else echo "$(DATA)/openalex/real-works not found: the demo's report has the Latgalian graph only"; fi
+	@if [ -d $(DATA)/wikispeedia ]; then \
+	  $(PY) jobs/build_wikispeedia.py --input $(DATA)/wikispeedia --output $(DEMO_WIKISPEEDIA) --overwrite && \
+	  $(PY) jobs/import_human_games.py --graph $(DEMO_WIKISPEEDIA) --wikispeedia $(DATA)/wikispeedia --overwrite && \
+	  $(PY) jobs/sample_games.py --graph $(DEMO_WIKISPEEDIA) --human-plays $(DEMO_WIKISPEEDIA)/plays/human \
+	    --games $(DEMO_PEOPLE_PAIRS) --seed 0 --overwrite && \
+	  for agent in $(WIKISPEEDIA_AGENTS); do \
+	    $(PY) jobs/play_games.py --graph $(DEMO_WIKISPEEDIA) $$agent --overwrite || exit 1; done; \
+	else echo "$(DATA)/wikispeedia not found: the demo's report has no people to set beside the agents"; fi
 	$(call serve_and_play,$(CHAT_MODEL),$(LLM_WAYS),--games $(DEMO_LLM_GAMES))
 	$(call serve_and_play,gemma-3-270m,"--agent likelihood",--games 3 --max-steps 5 --max-titles 20)
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite

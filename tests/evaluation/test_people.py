@@ -56,7 +56,7 @@ def test_people_against_agents_on_the_same_pairs(wikispeedia_slice, wikispeedia_
     done = run_job("sample_games", "--graph", wikispeedia_graph, "--human-plays", people, "--games", "30",
                    "--seed", "5", "--output", games, env=env)  # fmt: skip
     assert done.rc == 0, done.err[-3000:]
-    assert "30 games of the" in done.out.strip().splitlines()[-1]
+    assert "30 games from the" in done.out.strip().splitlines()[-1]
     for agent in ("tfidf", "random"):
         done = run_job("play_games", "--graph", wikispeedia_graph, "--games-dir", games, "--agent", agent,
                        "--output", str(tmp_path / agent), env=env)  # fmt: skip

@@ -124,3 +124,12 @@ def test_optimal_choice_is_among_the_nearest(seed):
     offered = np.array([1, 2, 3, 4])
     distances = np.array([3, 2, 2, UNREACHED], dtype=np.int32)
     assert optimal_choice(offered, distances, seed, 4, 2) in (2, 3)
+
+
+def test_the_whole_search_from_the_measured_break_even_of_the_graphs_size():
+    from wikigame_spark.graph.optimal import BREAK_EVEN, bfs_pages
+
+    assert [bfs_pages(links) for links, _ in BREAK_EVEN] == [pages for _, pages in BREAK_EVEN]
+    sizes = [1, 2_601, 119_772, 1_000_000, 32_000_000, 296_000_000]
+    at = [bfs_pages(n) for n in sizes]
+    assert at == sorted(at) and at[0] >= 1 and 38 < at[3] < 3_000 < at[-1]

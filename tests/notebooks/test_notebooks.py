@@ -174,7 +174,7 @@ def test_wikispeedia_people_and_agents(tmp_path, env, wikispeedia_slice):
     stdout = run("07_wikispeedia_people", env, out=out, wikispeedia=wikispeedia_slice, games="12", agents="random")
     assert "build_wikispeedia: wrote" in stdout and "4604 nodes, 119772 edges" in stdout
     assert "import_human_games: wrote" in stdout and "of 4000 games imported" in stdout
-    assert "sample_games: wrote" in stdout and "12 games of the" in stdout
+    assert "sample_games: wrote" in stdout and "12 games from the" in stdout
     assert stdout.count("play_games: wrote") == 1 and "report: wrote" in stdout
     summary = json.load(open(f"{out}/report-wikispeedia/report.json"))
     people = {r["agent"]: r for r in summary["people_summary"]}

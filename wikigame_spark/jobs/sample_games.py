@@ -155,8 +155,8 @@ def from_people(ctx: Context) -> Result:
     left = ", ".join(f"{k} {v}" for k, v in c["left_out"].items() if v)
     summary = (
         f"wrote {GamesDir(ctx.output()).games} and {layout.manifest(ctx.output())} (MLflow run {ctx.run.info.run_id}): "
-        f"{c['games']} games of the {c['pairs']} pairs {c['plays']} people's games played"
-        + (f" ({left} left out)" if left else "")
+        f"{c['games']} games from the {c['pairs']} pairs of {c['plays']} people's games"
+        + (f"; pairs left out: {left}" if left else "")
     )
     return Result(summary, manifests={"": manifest}, metrics={"games": c["games"], "pairs": c["pairs"]})
 
