@@ -35,6 +35,7 @@ from wikigame_spark.play import record
 PEOPLE = "people"
 PAIR = ["source", "target"]
 ALL = "all"
+MIN_GOING = 30  # the distance curves stop where fewer games are left to average
 
 
 @dataclass
@@ -253,11 +254,13 @@ def render(doc, c: Comparison) -> None:
         "standard error over pairs; the people's line in black.",
     )
     if not c.progress.empty:
-        graphs = sorted(c.progress[GRAPH].unique())
-        names = [PEOPLE, *sorted(n for n in c.progress[LABEL].unique() if n != PEOPLE)]
+        going = c.progress[c.progress["n"] + c.progress["unreached"] >= MIN_GOING]
+        graphs = sorted(going[GRAPH].unique())
+        names = [PEOPLE, *sorted(n for n in going[LABEL].unique() if n != PEOPLE)]
         doc.figure(
             "people_progress",
-            routes.progress_figure(c.progress, names, graphs),
+            routes.progress_figure(going, names, graphs),
             "People and agents on the same pairs: mean shortest-path distance to the target after each step "
-            "(a back move is a step), and the games still going.",
+            f"(a back move is a step) while at least {MIN_GOING} of a player's games are still going, and how "
+            "many are.",
         )

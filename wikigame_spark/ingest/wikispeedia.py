@@ -201,6 +201,7 @@ def build_graph(spark: SparkSession, files: Files, summary_chars: int = SUMMARY_
     to_title = F.udf(lambda name: title(name), StringType())
     to_lead = F.udf(lambda text: lead(text or "", summary_chars), StringType())
     joined = ids.join(categories, NAME, "left").join(texts, NAME, "left")
+    # 4,604 articles: one part file, written after the leads are found in parallel
     nodes = (
         joined.select(
             F.col(ID),
@@ -212,7 +213,7 @@ def build_graph(spark: SparkSession, files: Files, summary_chars: int = SUMMARY_
         )
         .repartition(1)
         .cache()
-    )  # 4,604 articles: one part file, the leads found in parallel before
+    )
     links = _tsv(spark, files.paths.spark_path(LINKS), ("a", "b")).filter(F.col("b").isNotNull())
     named = links.join(ids.select(F.col(NAME).alias("a"), F.col(ID).alias(SRC)), "a", "left").join(
         ids.select(F.col(NAME).alias("b"), F.col(ID).alias(DST)), "b", "left"
