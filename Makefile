@@ -153,8 +153,9 @@ DEMO_WIKISPEEDIA := $(OUT)/wikispeedia
 DEMO_PEOPLE_PAIRS ?= 200
 DEMO_AGENTS := embedding tfidf random
 # Wikispeedia's pairs: MiniLM compares the link titles there (a cache of 4,604 titles takes seconds, of
-# their leads about four minutes on 2 cores; `make demo-models` and bench/bench_navigation.py play leads).
-WIKISPEEDIA_AGENTS := "--agent embedding --use-titles" "--agent tfidf" "--agent random"
+# their leads about four minutes on 2 cores; bench/bench_navigation.py plays leads), and TF-IDF plays
+# once more with the back button people had.
+WIKISPEEDIA_AGENTS := "--agent embedding --use-titles" "--agent tfidf" "--agent tfidf --allow-back" "--agent random"
 DEMO_LLM_GAMES ?= 10
 CHAT_MODEL := smollm2-135m-instruct
 LLAMA_PORT ?= 8765

@@ -45,7 +45,6 @@ class PeopleSet:
     games_set: str  # its manifest's SHA-1 (the agents' plays' games_set)
     games_uri: str
     people_run: str  # the people's play run id
-    graph: str = ""
 
 
 @dataclass
@@ -79,7 +78,7 @@ def people_sets(spark, runs: Sequence) -> list[PeopleSet]:
             continue
         people = manifest.get(PEOPLE_PAIRS)
         if people and manifests.manifest_sha1(manifest) == sha:
-            found[sha] = PeopleSet(sha, uri, people.get("mlflow_run_id") or "", r.graph)
+            found[sha] = PeopleSet(sha, uri, people.get("mlflow_run_id") or "")
     return list(found.values())
 
 
@@ -143,7 +142,8 @@ def compare(
     """The section's tables for every games set of people's pairs the runs played (``moves``: the
     report's plays with their move counts)."""
     summary, rows, lengths, curves, notes = [], [], [], [], []
-    for found in people_sets(spark, runs):
+    sets = people_sets(spark, runs)
+    for found in sets:
         agents = moves[moves[GAMES_SET] == found.games_set]
         people = moves[moves["run_id"] == found.people_run]
         if people.empty:
@@ -155,6 +155,9 @@ def compare(
         if agents.empty:
             continue
         graph = str(agents[GRAPH].iloc[0])
+        if len(sets) > 1:  # the games sets apart, in the tables and the curves
+            graph = f"{graph} (games {found.games_set[:8]})"
+        agents, people = agents.assign(**{GRAPH: graph}), people.assign(**{GRAPH: graph})
         on_pairs = people.merge(agents[PAIR].drop_duplicates(), on=PAIR)
         people_pairs = _per_pair(on_pairs)
         summary.append(_player(PEOPLE, graph, on_pairs))
