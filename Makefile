@@ -155,7 +155,8 @@ DEMO_AGENTS := embedding tfidf random
 # Wikispeedia's pairs: MiniLM compares the link titles there (a cache of 4,604 titles takes seconds, of
 # their leads about four minutes on 2 cores; bench/bench_navigation.py plays leads), and TF-IDF plays
 # once more with the back button people had.
-WIKISPEEDIA_AGENTS := "--agent embedding --use-titles" "--agent tfidf" "--agent tfidf --allow-back" "--agent random"
+WIKISPEEDIA_AGENTS := "--agent embedding --use-titles" "--agent tfidf" "--agent tfidf --allow-back --run-name tfidf-back-s0-nall" \
+  "--agent random"
 DEMO_LLM_GAMES ?= 10
 CHAT_MODEL := smollm2-135m-instruct
 LLAMA_PORT ?= 8765
