@@ -152,10 +152,11 @@ DEMO_OPENALEX := $(OUT)/openalex
 DEMO_WIKISPEEDIA := $(OUT)/wikispeedia
 DEMO_PEOPLE_PAIRS ?= 200
 DEMO_AGENTS := embedding tfidf random
-# Wikispeedia's pairs: MiniLM compares the link titles there (a cache of 4,604 titles takes seconds, of
-# their leads about four minutes on 2 cores; bench/bench_navigation.py plays leads), and TF-IDF plays
-# once more with the back button people had.
-WIKISPEEDIA_AGENTS := "--agent embedding --use-titles" "--agent tfidf" "--agent tfidf --allow-back --run-name tfidf-back-s0-nall" \
+# Wikispeedia's pairs: the demo's agents, TF-IDF once more with the back button people had. Its leads are
+# cut at DEMO_WIKISPEEDIA_CHARS: MiniLM's cache of the 4,604 leads takes about four minutes on 2 cores at
+# the builder's 1,000 characters (bench/bench_navigation.py plays those), about one at 300.
+DEMO_WIKISPEEDIA_CHARS ?= 300
+WIKISPEEDIA_AGENTS := "--agent embedding" "--agent tfidf" "--agent tfidf --allow-back --run-name tfidf-back-s0-nall" \
   "--agent random"
 DEMO_LLM_GAMES ?= 10
 CHAT_MODEL := smollm2-135m-instruct
@@ -187,7 +188,8 @@ demo: install
 	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent $$agent --overwrite || exit 1; done; \
 	else echo "$(DATA)/openalex/real-works not found: the demo's report has the Latgalian graph only"; fi
 	@if [ -d $(DATA)/wikispeedia ]; then \
-	  $(PY) jobs/build_wikispeedia.py --input $(DATA)/wikispeedia --output $(DEMO_WIKISPEEDIA) --overwrite && \
+	  $(PY) jobs/build_wikispeedia.py --input $(DATA)/wikispeedia --output $(DEMO_WIKISPEEDIA) \
+	    --summary-chars $(DEMO_WIKISPEEDIA_CHARS) --overwrite && \
 	  $(PY) jobs/import_human_games.py --graph $(DEMO_WIKISPEEDIA) --wikispeedia $(DATA)/wikispeedia --overwrite && \
 	  $(PY) jobs/sample_games.py --graph $(DEMO_WIKISPEEDIA) --human-plays $(DEMO_WIKISPEEDIA)/plays/human \
 	    --games $(DEMO_PEOPLE_PAIRS) --seed 0 --overwrite && \
@@ -220,6 +222,8 @@ demo-models: install
 	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent embedding --model $$model --overwrite; \
 	  fi || exit 1; done
 	$(call serve_and_play,qwen2.5-coder-1.5b-instruct,$(LLM_WAYS),--games $(DEMO_LLM_GAMES))
+	@if [ -f $(DEMO_WIKISPEEDIA)/games/manifest.json ]; then \
+	  $(call serve_and_play,$(CHAT_MODEL),"--agent llm",--games $(DEMO_LLM_GAMES),$(DEMO_WIKISPEEDIA)); fi
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite
 
 bench: install

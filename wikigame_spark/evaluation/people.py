@@ -249,7 +249,8 @@ def render(doc, c: Comparison) -> None:
         "winning against a person (above 1: the agent wins more often), p-values Holm-adjusted over the "
         "agents (cmh_p_holm, on the all rows)."
     )
-    doc.table(c.paired.round(4))
+    p_values = [k for k in c.paired.columns if k.startswith("cmh_p")]
+    doc.table(c.paired.round({k: 4 for k in c.paired.columns if k not in p_values}))
     doc.figure(
         "people_by_optimal_length",
         length_figure(c.by_length),
