@@ -154,7 +154,7 @@ DEMO_PEOPLE_PAIRS ?= 200
 DEMO_AGENTS := embedding tfidf random
 # Wikispeedia's pairs: the demo's agents, TF-IDF once more with the back button people had. Its leads are
 # cut at DEMO_WIKISPEEDIA_CHARS: MiniLM's cache of the 4,604 leads takes about four minutes on 2 cores at
-# the builder's 1,000 characters (bench/bench_navigation.py plays those), about one at 300.
+# the builder's 1,000 characters (bench/bench_navigation.py plays those), under two at 300.
 DEMO_WIKISPEEDIA_CHARS ?= 300
 WIKISPEEDIA_AGENTS := "--agent embedding" "--agent tfidf" "--agent tfidf --allow-back --run-name tfidf-back-s0-nall" \
   "--agent random"
