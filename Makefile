@@ -131,7 +131,7 @@ browser:
 TEST_WORKERS ?= 2
 test:
 	@$(MAKE) --no-print-directory -j4 install browser
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 tests
 
 # The inner loop before each commit (docs/contributing.md): lint, then the tests that need no
 # cluster or browser, and none of the slow end-to-end ones.
