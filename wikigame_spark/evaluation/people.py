@@ -25,7 +25,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from wikigame_spark import manifests, storage
-from wikigame_spark.evaluation import paired, progress, routes
+from wikigame_spark.evaluation import baselines, paired, progress, routes
 from wikigame_spark.evaluation.figures import _png
 from wikigame_spark.evaluation.tables import GAMES_SET, GRAPH, LABEL
 from wikigame_spark.graph.played_pairs import PEOPLE_PAIRS
@@ -96,21 +96,21 @@ def _per_pair(plays: pd.DataFrame) -> pd.DataFrame:
 def _player(name: str, graph: str, plays: pd.DataFrame) -> dict:
     """One player's row of the summary on its plays (:func:`~wikigame_spark.evaluation.baselines.play_moves`' rows)."""
     pairs = _per_pair(plays)
-    won = plays[plays["outcome"] == SUCCESS]
-    moves, first = int(plays["moves"].sum()), int((plays["moves"] > 0).sum())
+    s = baselines.summary(plays)
+    won, first = int((plays["outcome"] == SUCCESS).sum()), int((plays["moves"] > 0).sum())
     return {
         "agent": name,
         GRAPH: graph,
         "pairs": len(pairs),
         "games": len(plays),
-        "success": float(len(won) / len(plays)) if len(plays) else math.nan,
+        "success": float(won / len(plays)) if len(plays) else math.nan,
         "success_per_pair": float((pairs["won"] / pairs["games"]).mean()) if len(pairs) else math.nan,
-        "steps_above_optimal": float((won["steps"] - won["optimal_steps"]).mean()) if len(won) else math.nan,
-        "back_per_game": float(plays["back"].sum() / len(plays)) if len(plays) else math.nan,
-        "games_with_back": float((plays["back"] > 0).mean()) if len(plays) else math.nan,
-        "hub_share": float(plays["hub"].sum() / moves) if moves else math.nan,
+        "steps_above_optimal": s["steps_above_oracle"],
+        "back_per_game": float(s["back_moves"] / len(plays)) if len(plays) else math.nan,
+        "games_with_back": float(s["plays_with_back"] / len(plays)) if len(plays) else math.nan,
+        "hub_share": s["hub_share"],
         "first_move_hub_share": float(plays["hub_first"].sum() / first) if first else math.nan,
-        "optimal_share": float(plays["optimal"].sum() / moves) if moves else math.nan,
+        "optimal_share": s["optimal_share"],
     }
 
 

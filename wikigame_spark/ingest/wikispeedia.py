@@ -127,11 +127,11 @@ class Files:
 
     def identities(self, names: tuple[str, ...]) -> list[dict]:
         """Path, size and SHA-1 of each of the files ``names`` of the paths folder."""
-        out = []
-        for name in names:
-            data = self.paths.read(name)
-            out.append({"path": self.paths.path(name), "bytes": len(data), "sha1": hashlib.sha1(data).hexdigest()})
-        return out
+        return [self.identity(name, self.paths.read(name)) for name in names]
+
+    def identity(self, name: str, data: bytes) -> dict:
+        """Path, size and SHA-1 of the file ``name`` of the paths folder, read as ``data``."""
+        return {"path": self.paths.path(name), "bytes": len(data), "sha1": hashlib.sha1(data).hexdigest()}
 
     def texts(self, spark: SparkSession) -> DataFrame:
         """The plain-text export: per file its article ``name``, ``text`` and ``sha1``."""
@@ -198,7 +198,7 @@ def build_graph(spark: SparkSession, files: Files, summary_chars: int = SUMMARY_
         .agg(F.array_sort(F.collect_set("category")).alias(CATEGORIES_COLUMN))
     )
     texts = files.texts(spark)
-    to_title = F.udf(lambda name: title(name), StringType())
+    to_title = F.udf(lambda name: title(name), StringType())  # a lambda: PySpark reads title's hints as a pandas UDF's
     to_lead = F.udf(lambda text: lead(text or "", summary_chars), StringType())
     joined = ids.join(categories, NAME, "left").join(texts, NAME, "left")
     # 4,604 articles: one part file, written after the leads are found in parallel
@@ -405,7 +405,7 @@ def match_games(games: DataFrame, nodes: DataFrame, edges: DataFrame) -> tuple[D
         .join(routes, "game_id")
         .join(targets.select("game_id", F.col("node").alias(TARGET)), "game_id")
         .select("game_id", F.transform("steps", lambda s: s["node"]).alias("route"), TARGET, "outcome", "seconds",
-                "backs", "file", "line")
+                "file", "line")
         .withColumn("source", F.col("route")[0])
     )  # fmt: skip
     return kept, left_out
@@ -434,8 +434,8 @@ def _optimal(graph: Graph, kept: pd.DataFrame) -> np.ndarray:
 def import_people(spark: SparkSession, files: Files, graph: Graph) -> People:
     """People's games of a Wikispeedia folder as plays of agent ``human`` on ``graph`` (built from
     the same folder), every game that cannot be one counted and named."""
-    finished, unfinished = files.paths.read_text(files.finished), files.paths.read_text(UNFINISHED)
-    games, rejected = parse_games(finished, files.finished, unfinished, UNFINISHED)
+    finished, unfinished = files.paths.read(files.finished), files.paths.read(UNFINISHED)
+    games, rejected = parse_games(finished.decode("utf-8"), files.finished, unfinished.decode("utf-8"), UNFINISHED)
     frame = spark.createDataFrame([g.as_row() for g in games], PEOPLE_GAMES)
     kept, left = match_games(frame, graph.nodes, graph.edges)
     kept = kept.toPandas().sort_values("game_id", ignore_index=True)
@@ -475,21 +475,27 @@ def import_people(spark: SparkSession, files: Files, graph: Graph) -> People:
             ],
         }
     )
-    counts = _counts(games, rejected, left_out, plays, files)
-    return People(plays, left_out, counts, files.identities((files.finished, UNFINISHED)))
+    counts = _counts(games, rejected, left_out, plays, kept["file"], files)
+    inputs = [files.identity(files.finished, finished), files.identity(UNFINISHED, unfinished)]
+    return People(plays, left_out, counts, inputs)
 
 
 def _counts(
-    games: list[PersonGame], rejected: list[dict], left_out: pd.DataFrame, plays: pd.DataFrame, files: Files
+    games: list[PersonGame],
+    rejected: list[dict],
+    left_out: pd.DataFrame,
+    plays: pd.DataFrame,
+    from_file: pd.Series,
+    files: Files,
 ) -> dict:
-    """Per log file: its games, those imported, back clicks, outcomes, and the left out by reason
-    (with the moves off the graph); and the totals."""
+    """Per log file: its games, those imported (``from_file``: each play's log file), back clicks,
+    outcomes, and the left out by reason (with the moves off the graph); and the totals."""
     per_file = {}
     for name in (files.finished, UNFINISHED):
         mine = [g for g in games if g.file == name]
         out = left_out[left_out["file"] == name]
         off = out[out["reason"] == LINK_NOT_IN_GRAPH]["detail"].map(lambda d: d.count(" | ") + 1)
-        imported = plays[plays["detail"].str.contains(f"({name}:", regex=False)]
+        imported = plays[(from_file == name).to_numpy()]
         per_file[name] = {
             "rows": len(mine) + sum(r["file"] == name for r in rejected),
             "imported": len(imported),
