@@ -19,6 +19,7 @@ HALLUCINATION = "hallucination"
 BAD_REQUEST = "bad_request"
 NO_RESPONSE = "no_response"
 NO_ANSWER = "no_answer"
+INVALID_CALLS = "invalid_calls"  # the tool protocol: too many replies without one valid tool call
 
 # A person's (human/arena.py, ingest/humans.py)
 GAVE_UP = "gave_up"
@@ -29,6 +30,7 @@ TIME_LIMIT = "time_limit"
 SERVER_FAILURES = (NO_RESPONSE,)
 
 # Why a game was lost, as the report groups the losses: no usable answer after the paper's follow-ups
-# (the answer's form), against valid moves every step that never reached the target (the route).
-FORMATTING = (HALLUCINATION, NO_ANSWER)
+# or the tool protocol's limit of invalid calls (the answer's form), against valid moves every step
+# that never reached the target (the route).
+FORMATTING = (HALLUCINATION, NO_ANSWER, INVALID_CALLS)
 NAVIGATION = (DEAD_END, STEP_LIMIT, LOOP)

@@ -103,14 +103,19 @@ GAMES = StructType(
 
 # --- Plays (jobs/play_games.py) --------------------------------------------------------------------
 # One row per game played by an agent. route starts at the source; steps = pages moved to.
-# queries/tokens/seconds are filled by agents that make requests (LLMs); detail says more about
-# an outcome that ended a game early. outcome: the engine's success | step_limit | dead_end | loop
-# (revisits allowed, a deterministic agent back in a state it was in) or an agent's own (hallucination…).
+# queries/tokens/seconds are filled by agents that make requests (LLMs): prompt_tokens counts every
+# input token, cached_tokens those of them the server read from its prefix cache, completion_tokens
+# every output token, reasoning_tokens those of them spent thinking; invalid_calls: replies without
+# one valid tool call (the tool protocol); price_usd: what the game cost (play/prices.py), null when
+# no price was given. detail says more about an outcome that ended a game early. outcome: the engine's
+# success | step_limit | dead_end | loop (revisits allowed, a deterministic agent back in a state it
+# was in) or an agent's own (hallucination…).
 AGENT = "agent"
 MODEL = "model"
 OUTCOME = "outcome"
 STEPS = "steps"
 ROUTE = "route"
+PRICE = "price_usd"
 
 PLAYS = StructType(
     [
@@ -128,8 +133,22 @@ PLAYS = StructType(
         StructField("completion_tokens", LongType(), False),
         StructField("seconds", DoubleType(), False),
         StructField("detail", StringType(), True),
+        StructField("cached_tokens", LongType(), False),
+        StructField("reasoning_tokens", LongType(), False),
+        StructField("invalid_calls", IntegerType(), False),
+        StructField(PRICE, DoubleType(), True),
     ]
 )
+# The usage columns of a play without model requests (a person's): nothing counted, no price.
+NO_MODEL_USAGE = {
+    "queries": 0,
+    "prompt_tokens": 0,
+    "completion_tokens": 0,
+    "cached_tokens": 0,
+    "reasoning_tokens": 0,
+    "invalid_calls": 0,
+    PRICE: None,
+}
 
 
 # --- OpenAlex works → citation graphs (jobs/build_openalex.py) ------------------------------------

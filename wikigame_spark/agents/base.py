@@ -58,6 +58,9 @@ class Choice:
     completion_tokens: int = 0
     seconds: float = 0.0
     detail: str | None = None
+    cached_tokens: int = 0  # of prompt_tokens, read from the server's prefix cache
+    reasoning_tokens: int = 0  # of completion_tokens, spent thinking
+    invalid_calls: int = 0  # replies without one valid tool call (the tool protocol)
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,9 @@ class AgentSpec:
 
 # A resources key: numbers an agent's preparation measured (the embedding cache's cost).
 PREPARED_METRICS = "prepared_metrics"
+# A resources key: the one-off work's core-seconds per text, {"target": s, "link": s} (embedding
+# caches), a game's share of which its price counts (play/prices.py).
+ONE_OFF_CORE_S = "one_off_core_s"
 
 
 class Agent(abc.ABC):
@@ -114,6 +120,8 @@ class Agent(abc.ABC):
     baseline: bool = False
     #: the model played when none is given (agents without a model: none)
     default_model: str = ""
+    #: its model answers over HTTP (an LLM server): only a price for that model prices its games
+    served: bool = False
     #: the agent's own settings (``register_agent`` sets them)
     options: type[AgentOptions] = AgentOptions
     name: str = ""

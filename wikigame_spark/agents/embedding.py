@@ -15,6 +15,7 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from wikigame_spark.agents.base import (
+    ONE_OFF_CORE_S,
     PREPARED_METRICS,
     Agent,
     AgentSettings,
@@ -23,7 +24,7 @@ from wikigame_spark.agents.base import (
     StepRequest,
     register_agent,
 )
-from wikigame_spark.agents.embedding_cache import cache_cost, ensure_embeddings, load_matrix
+from wikigame_spark.agents.embedding_cache import cache_cost, cpu_s_per_text, ensure_embeddings, load_matrix
 from wikigame_spark.agents.encoders import (
     BACKENDS,
     DEFAULT,
@@ -91,6 +92,8 @@ class EmbeddingAgent(Agent):
         resources["targets"] = ensure_embeddings(spark, graph, cache_dir, model, SUMMARY, query, runtime)
         resources["links"] = ensure_embeddings(spark, graph, cache_dir, model, _text_col(settings), document, runtime)
         resources[PREPARED_METRICS] = cache_cost(spark, [resources["targets"], resources["links"]])
+        rates = {"target": resources["targets"], "link": resources["links"]}
+        resources[ONE_OFF_CORE_S] = {kind: cpu_s_per_text(spark, matrix) for kind, matrix in rates.items()}
         return resources
 
     @classmethod

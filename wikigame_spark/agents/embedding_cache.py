@@ -173,6 +173,13 @@ def cache_cost(spark: SparkSession, matrices: list[str]) -> dict[str, float]:
     return {"embedding_cpu_s": cpu_s, ENWIKI_CORE_HOURS: core_s / 3600}
 
 
+def cpu_s_per_text(spark: SparkSession, matrix: str) -> float:
+    """The CPU seconds per text the embedding cache behind ``matrix`` recorded (0 when it recorded
+    none: made on a GPU, or without costs)."""
+    cost = manifests.read_manifest(storage.folder(CacheDir.of_mapped_matrix(matrix), spark)).get("cost") or {}
+    return cost["cpu_s"] / cost["texts"] if cost.get("texts") and not cost.get("gpu_texts") else 0.0
+
+
 def load_matrix(uri: str, num_nodes: int) -> np.ndarray:
     """The cached vectors as an (N, d) float32 array indexed by node id, mapped read-only."""
     matrix = mapped.map_matrix(uri)

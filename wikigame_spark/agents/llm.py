@@ -19,12 +19,20 @@ discussion proposes), ``show_route`` (tell the model the pages visited so far an
 are allowed, which offered titles lead back to one), ``constrained`` (the server restricts the
 answer to the offered titles: ``grammar``, a GBNF grammar, llama.cpp's servers; ``json_schema``,
 OpenAI's structured outputs with an ``enum``, OpenAI, vLLM, llama-server; docs/llm.md).
+
+``interface``: ``text`` (the paper's: the answer is JSON in the reply's text) or ``tools``, as
+today's benchmarks ask (:mod:`~wikigame_spark.agents.tool_calls`): one conversation per game, a
+``click_link``/``go_back`` call a turn, the next page the call's result, invalid calls counted and
+answered as wikiarena's ``tool_strict_v1`` answers them. A server's thinking (``reasoning_content``
+or ``<think>`` tags) is counted apart from the answer in either (``reasoning_budget`` caps it on
+llama.cpp's server).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
@@ -32,13 +40,14 @@ from typing import ClassVar
 import numpy as np
 from pyspark.sql import SparkSession
 
-from wikigame_spark.agents import prompts
+from wikigame_spark.agents import prompts, tool_calls
 from wikigame_spark.agents.base import Agent, AgentSettings, Choice, ModelIdentity, StepRequest, register_agent
 from wikigame_spark.agents.embedding import EmbeddingAgent, EmbeddingOptions
 from wikigame_spark.agents.llm_client import (
     BadRequest,
     ChatClient,
     NoResponse,
+    Reply,
     ServerUnreachable,
     Slots,
     check_server,
@@ -50,7 +59,7 @@ from wikigame_spark.agents.sentence_models import check_model
 from wikigame_spark.agents.traces import Query, Step, StepTracer
 from wikigame_spark.config import ConfigError
 from wikigame_spark.handles import GraphHandle
-from wikigame_spark.outcomes import BAD_REQUEST, HALLUCINATION, NO_ANSWER, NO_RESPONSE
+from wikigame_spark.outcomes import BAD_REQUEST, HALLUCINATION, INVALID_CALLS, NO_ANSWER, NO_RESPONSE
 from wikigame_spark.protocols import LLM_WIKIRACE
 
 # Completion caps when --max-tokens is not given. The paper's answer, {"title": …, "reason": …},
@@ -60,6 +69,8 @@ MAX_TOKENS = 200
 REASONING_MAX_TOKENS = 1024
 
 CONSTRAINTS = ("grammar", "json_schema")
+TEXT, TOOLS = "text", "tools"
+INTERFACES = (TEXT, TOOLS)
 
 
 @dataclass(frozen=True)
@@ -93,6 +104,18 @@ class LlmOptions(AgentOptions):
         "or a JSON schema (OpenAI, vLLM, llama-server); default off, the paper's",
         choices=("", *CONSTRAINTS),
     )
+    interface: str = option(
+        TEXT,
+        "llm: how the model answers: text (the paper's JSON in the reply) or tools (a click_link/go_back tool "
+        "call a turn, wikiarena's strict handling of invalid calls; docs/llm.md#tool-calls)",
+        choices=INTERFACES,
+    )
+    history: int = option(0, "tools: the last N pages keep their links in the conversation (0: every page)")
+    invalid_per_page: int = option(2, "tools: invalid calls allowed on one page before the game ends (wikiarena: 2)")
+    invalid_per_game: int = option(15, "tools: invalid calls allowed in one game (wikiarena: 15)")
+    reasoning_budget: int = option(
+        0, "thinking tokens allowed per reply (llama.cpp's reasoning_budget_tokens; 0: the server's default)"
+    )
     length_normalise: bool = option(False, "likelihood: rank titles by mean log-prob per token (default: the sum)")
     no_prefix_reuse: bool = option(
         False, "the server evaluates every prompt whole, no cached prefix (benchmarks)", changes_output=False
@@ -107,22 +130,33 @@ class LlmOptions(AgentOptions):
     def validate(self) -> None:
         positive(self, "concurrency", "timeout")
         counts = ("max_titles", "max_retries", "http_retries", "top_k", "max_tokens", "max_server_failures")
-        non_negative(self, *counts, "trace_games", "temperature")
+        tools = ("history", "invalid_per_page", "invalid_per_game", "reasoning_budget")
+        non_negative(self, *counts, *tools, "trace_games", "temperature")
         if self.constrained and self.constrained not in CONSTRAINTS:
             raise ConfigError(
                 f"constrained: must be one of {', '.join(CONSTRAINTS)} (or empty), got {self.constrained!r}"
             )
+        if self.interface not in INTERFACES:
+            raise ConfigError(f"interface: must be one of {', '.join(INTERFACES)}, got {self.interface!r}")
+        if self.interface == TOOLS and self.constrained:
+            raise ConfigError("constrained: not with --interface tools, whose click_link holds the title to the links")
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        changed = [n for n in ("history", "invalid_per_page", "invalid_per_game") if getattr(self, n) != defaults[n]]
+        if self.interface != TOOLS and changed:
+            raise ConfigError(f"{', '.join(changed)}: only apply to --interface tools")
 
     @classmethod
     def label_parts(cls, params: dict) -> tuple[str, ...]:
-        """The links pre-ranked, the answer held to the offered titles (grammar, json_schema)."""
+        """The links pre-ranked, the answer held to the offered titles (grammar, json_schema), tool calls."""
         parts = (f"top-{params['top_k']}",) if params.get("top_k") not in (None, "", "0") else ()
-        return parts + ((f"constrained={params['constrained']}",) if params.get("constrained") else ())
+        parts += (f"constrained={params['constrained']}",) if params.get("constrained") else ()
+        return parts + (("tools",) if params.get("interface") == TOOLS else ())
 
     def run_name_parts(self) -> tuple[str, ...]:
-        """A run's default name tells apart the ways one model plays: its answer constrained, the links
-        pre-ranked, titles ranked by mean log-prob."""
+        """A run's default name tells apart the ways one model plays: its answer constrained, by tool
+        calls, the links pre-ranked, titles ranked by mean log-prob."""
         parts = (self.constrained,) if self.constrained else ()
+        parts += (TOOLS,) if self.interface == TOOLS else ()
         parts += (f"top{self.top_k}",) if self.top_k else ()
         return parts + (("mean-logprob",) if self.length_normalise else ())
 
@@ -130,6 +164,10 @@ class LlmOptions(AgentOptions):
     def ranking_model(self) -> str:
         return self.embedding_model or EmbeddingAgent.default_model
 
+
+# Servers that render tools into the prompt but return the model's calls as text (llama-cpp-python's,
+# given a GGUF's own template): the tool interface cannot be played on them.
+TEXT_TOOL_CALLS = ("llama-cpp-python",)
 
 # Models that are not instruction-tuned: the base Gemma-3-270M that devtools/local_server.py serves
 # (MODEL_ALIAS there), bundled to check the LLM agents' plumbing.
@@ -141,8 +179,9 @@ BASE_NOTE = "base model"  # the same models where they play (by likelihood, or a
 @register_agent("llm", options=LlmOptions)
 class LlmAgent(Agent):
     reasoning = False
-    outcomes = (HALLUCINATION, BAD_REQUEST, NO_RESPONSE)
+    outcomes = (HALLUCINATION, BAD_REQUEST, NO_RESPONSE, INVALID_CALLS)
     default_max_tokens = MAX_TOKENS
+    served = True
 
     @classmethod
     def checks_plumbing(cls, params: dict) -> bool:
@@ -176,6 +215,10 @@ class LlmAgent(Agent):
             raise ConfigError("length_normalise (--length-normalise) only applies to --agent likelihood")
         if options.constrained == "json_schema" and cls.reasoning:
             raise ConfigError("constrained: json_schema cannot hold the reasoning agent's <answer> tags; use grammar")
+        if options.interface == TOOLS and cls.reasoning:
+            raise ConfigError(
+                "interface: tools is --agent llm's (a model that thinks plays it so: its thinking is counted apart)"
+            )
 
     @classmethod
     def identity(cls, settings: AgentSettings) -> ModelIdentity:
@@ -188,7 +231,13 @@ class LlmAgent(Agent):
         base_url, key = options.base_url or None, settings.api_key or None
         check_server(base_url, key)
         cls.probe(options, settings.model, base_url, key)
-        return ModelIdentity(**server_identity(base_url, settings.model, key))
+        identity = ModelIdentity(**server_identity(base_url, settings.model, key))
+        if options.interface == TOOLS and identity.llm_engine.startswith(TEXT_TOOL_CALLS):
+            raise ServerUnreachable(
+                f"--interface tools: {identity.llm_engine} returns a model's tool calls as text, not as tool_calls; "
+                "serve the model with llama.cpp's llama-server (devtools: --engine native), vLLM or an API"
+            )
+        return identity
 
     @classmethod
     def probe(cls, options: LlmOptions, model: str, base_url: str | None, key: str | None) -> None:
@@ -222,9 +271,15 @@ class LlmAgent(Agent):
         self.ranker = None
         if o.top_k > 0:
             self.ranker = EmbeddingAgent(graph, self.ranker_settings(settings), resources["embedding"])
+        self.games: dict[int, Conversation] = {}  # the tool interface's conversation of each game in play
 
     def choose(self, requests: list[StepRequest]) -> list[Choice]:
-        choices = list(self.pool.map(self._step, requests))
+        # The engine asks every game in play each round: a conversation not asked for has ended.
+        asked = {r.game_id for r in requests}
+        for game_id in [g for g in self.games if g not in asked]:
+            del self.games[game_id]
+        step = self._tool_step if self.opts.interface == TOOLS else self._step
+        choices = list(self.pool.map(step, requests))
         self._count_server_failures(choices)
         return choices
 
@@ -244,6 +299,8 @@ class LlmAgent(Agent):
         """Request fields beyond the paper's: the answer restricted to ``titles``, the server's prefix
         cache off (llama.cpp's ``cache_prompt``); None for neither."""
         extra = {"cache_prompt": False} if self.opts.no_prefix_reuse else {}
+        if self.opts.reasoning_budget:
+            extra["reasoning_budget_tokens"] = int(self.opts.reasoning_budget)
         if self.opts.constrained == "grammar":
             extra["grammar"] = prompts.answer_grammar(titles, self.reasoning)
         if self.opts.constrained == "json_schema":
@@ -262,8 +319,26 @@ class LlmAgent(Agent):
             offered = offered[keep]
         return [int(i) for i in offered[: self.max_titles or None]]
 
+    def _tally(self, r: StepRequest, shown: list[int]) -> Tally:
+        """The step's tally of requests, traced when its game is."""
+        traced = self.tracer is not None and self.tracer.wants(r.game_id)
+        titles_of = self.graph.titles
+        step = Step(r.game_id, r.step, titles_of[r.current], titles_of[r.target], len(shown)) if traced else None
+        return Tally(self.tracer, step, titles_of)
+
+    def _ask(self, tally: Tally, messages: list[dict], extra: dict | None, tools: list[dict] | None = None):
+        """One request, traced and counted; the reply, or the Choice that ends the game."""
+        query = tally.query(messages)
+        try:
+            reply = self.client.chat(messages, extra, tools)
+        except (BadRequest, NoResponse) as e:
+            query.ended_ns, query.error = time.time_ns(), str(e)[:500]
+            return tally.ended(None, BAD_REQUEST if isinstance(e, BadRequest) else NO_RESPONSE, query.error)
+        tally.add(query, reply)
+        return reply
+
     def _step(self, r: StepRequest) -> Choice:
-        started = time.perf_counter()
+        """The paper's step: a new conversation, follow-ups after a bad answer."""
         titles_of = self.graph.titles
         shown = self._offered(r)
         titles = [titles_of[i] for i in shown]
@@ -277,41 +352,136 @@ class LlmAgent(Agent):
             target, self.graph.summaries[r.target], titles, self.reasoning, route, visited
         )
         rng = np.random.default_rng([self.settings.seed, r.game_id, r.step, 1])
-        queries = prompt_tokens = completion_tokens = 0
-        traced = self.tracer is not None and self.tracer.wants(r.game_id)
-        step = Step(r.game_id, r.step, titles_of[r.current], target, len(shown)) if traced else None
-
-        def ended(node, outcome=None, detail=None) -> Choice:
-            if step is not None:
-                self.tracer.write(step, titles_of[node] if node is not None else None, outcome)
-            return Choice(
-                node, outcome, queries, prompt_tokens, completion_tokens, time.perf_counter() - started, detail
-            )
-
+        tally = self._tally(r, shown)
         reply = None
         extra = self._extra(titles)
         for _ in range(1 + self.max_retries):
-            query = Query(messages, time.time_ns())
-            if step is not None:
-                step.queries.append(query)
-            try:
-                reply = self.client.chat(messages, extra)
-            except (BadRequest, NoResponse) as e:
-                query.ended_ns, query.error = time.time_ns(), str(e)[:500]
-                return ended(None, BAD_REQUEST if isinstance(e, BadRequest) else NO_RESPONSE, query.error)
-            query.ended_ns, query.reply = time.time_ns(), reply.text
-            query.prompt_tokens, query.completion_tokens = reply.prompt_tokens, reply.completion_tokens
-            queries += 1
-            prompt_tokens += reply.prompt_tokens
-            completion_tokens += reply.completion_tokens
+            reply = self._ask(tally, messages, extra)
+            if isinstance(reply, Choice):
+                return reply
             parsed = prompts.parse_reply(reply.text, set(node_of), self.reasoning)
             if parsed.kind == prompts.OK:
-                return ended(node_of[parsed.title])
+                return tally.ended(node_of[parsed.title])
             if parsed.kind == prompts.NO_ANSWER_REPLY:
-                return ended(None, NO_ANSWER, (reply.text or "")[:500])
+                return tally.ended(None, NO_ANSWER, (reply.text or "")[:500])
             examples = [titles[i] for i in rng.choice(len(titles), min(10, len(titles)), replace=False)]
             messages = messages + prompts.follow_up(parsed.kind, reply.text or "", target, parsed.title, examples)
-        return ended(None, HALLUCINATION, f"last reply: {(reply.text if reply else '') or ''}"[:500])
+        return tally.ended(None, HALLUCINATION, f"last reply: {(reply.text if reply else '') or ''}"[:500])
+
+    def _tool_step(self, r: StepRequest) -> Choice:
+        """A turn of the tool interface: the page the last call led to as its result, then one valid
+        call asked for, invalid ones answered (:mod:`~wikigame_spark.agents.tool_calls`)."""
+        titles_of = self.graph.titles
+        shown = self._offered(r)
+        links = [i for i in shown if i != r.back]  # the back page is go_back's
+        titles = [titles_of[i] for i in links]
+        back = titles_of[r.back] if r.back is not None else None
+        page = tool_calls.page(titles_of[r.current], titles, back)
+        game = self.games.get(r.game_id) if r.step else None
+        if game is None:
+            game = self.games[r.game_id] = Conversation([tool_calls.system(back is not None)])
+            task = tool_calls.task(titles_of[r.target], self.graph.summaries[r.target])
+            game.add_page({"role": "user", "content": f"{task}{tool_calls.TASK_END}{page}"}, titles_of[r.current])
+        else:
+            game.add_page(tool_calls.result(game.pending, page), titles_of[r.current])
+        tools = tool_calls.tools(titles, back is not None)
+        node_of = dict(zip(titles, links))
+        tally = self._tally(r, shown)
+        extra = self._extra(titles)
+        on_page = 0
+        while True:
+            reply = self._ask(tally, game.view(int(self.opts.history)), extra, tools)
+            if isinstance(reply, Choice):
+                return reply
+            calls = [(c.id, c.name, c.arguments) for c in reply.tool_calls]
+            game.messages.append(tool_calls.assistant(reply.text, calls))
+            call = tool_calls.check([(n, a) for _, n, a in calls], set(node_of), back is not None)
+            if not call.reason:
+                game.pending = calls[0][0]
+                return tally.ended(r.back if call.back else node_of[call.title])
+            on_page += 1
+            game.invalid += 1
+            tally.invalid += 1
+            game.messages += tool_calls.invalid(call, titles_of[r.current], [i for i, _, _ in calls], back is not None)
+            if on_page > self.opts.invalid_per_page or game.invalid > self.opts.invalid_per_game:
+                where = f"{on_page} on page" if on_page > self.opts.invalid_per_page else f"{game.invalid} in game"
+                detail = f"{where} invalid calls; last: {call.reason}: {call.detail}"
+                return tally.ended(None, INVALID_CALLS, detail[:500])
+
+
+@dataclass
+class Conversation:
+    """One game's conversation under the tool interface, kept whole; :meth:`view` sends the last
+    ``history`` pages' links and the earlier pages by title only."""
+
+    messages: list[dict]
+    pages: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (message index, page title)
+    pending: str = ""  # the id of the valid call whose result is the next page
+    invalid: int = 0
+
+    def add_page(self, message: dict, title: str) -> None:
+        self.pages.append((len(self.messages), title))
+        self.messages.append(message)
+
+    def view(self, history: int) -> list[dict]:
+        if not history or len(self.pages) <= history:
+            return self.messages
+        out = list(self.messages)
+        for index, title in self.pages[:-history]:
+            short = tool_calls.EARLIER_PAGE.format(title=title)
+            if out[index]["role"] == "user":  # the first page shares the task's message
+                short = out[index]["content"].split(tool_calls.TASK_END, 1)[0] + tool_calls.TASK_END + short
+            out[index] = {**out[index], "content": short}
+        return out
+
+
+@dataclass
+class Tally:
+    """A step's requests, tokens and invalid calls as its :class:`Choice` reports them."""
+
+    tracer: StepTracer | None
+    step: Step | None
+    titles: Sequence[str]
+    started: float = dataclasses.field(default_factory=time.perf_counter)
+    queries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    invalid: int = 0
+
+    def query(self, messages: list[dict]) -> Query:
+        query = Query(messages, time.time_ns())
+        if self.step is not None:
+            self.step.queries.append(query)
+        return query
+
+    def add(self, query: Query, reply: Reply) -> None:
+        query.ended_ns = time.time_ns()
+        query.reply, query.reasoning, query.tool_calls = reply.text, reply.reasoning, list(reply.tool_calls)
+        query.prompt_tokens, query.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+        query.cached_tokens, query.reasoning_tokens = reply.cached_tokens, reply.reasoning_tokens
+        self.queries += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.cached_tokens += reply.cached_tokens
+        self.reasoning_tokens += reply.reasoning_tokens
+
+    def ended(self, node: int | None, outcome: str | None = None, detail: str | None = None) -> Choice:
+        if self.step is not None:
+            self.tracer.write(self.step, self.titles[node] if node is not None else None, outcome)
+        return Choice(
+            node,
+            outcome,
+            self.queries,
+            self.prompt_tokens,
+            self.completion_tokens,
+            time.perf_counter() - self.started,
+            detail,
+            self.cached_tokens,
+            self.reasoning_tokens,
+            self.invalid,
+        )
 
 
 @register_agent("reasoning", options=LlmOptions)
@@ -319,5 +489,5 @@ class ReasoningAgent(LlmAgent):
     """Chain-of-thought prompting; the answer must come inside ``<answer></answer>`` tags."""
 
     reasoning = True
-    outcomes = (*LlmAgent.outcomes, NO_ANSWER)
+    outcomes = (HALLUCINATION, BAD_REQUEST, NO_RESPONSE, NO_ANSWER)
     default_max_tokens = REASONING_MAX_TOKENS

@@ -15,6 +15,7 @@ waiting for a slot is the client's, never counted as the server's failure.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import ipaddress
@@ -54,11 +55,68 @@ class ServerUnreachable(ValueError):
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a reply, as the server parsed it: ``arguments`` the JSON text it generated."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class Reply:
+    """A completion: its answer (``text``), its thinking (``reasoning``: the server's
+    ``reasoning_content``, or ``<think>`` tags cut from the text), its tool calls and its tokens
+    (``cached_tokens`` of the prompt's read from the server's prefix cache, ``reasoning_tokens`` of
+    the completion's spent thinking); ``cached``: read from the reply cache, no request made."""
+
     text: str | None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict) -> Reply:
+        calls = tuple(ToolCall(**c) for c in data.pop("tool_calls", ()))
+        return cls(**data, tool_calls=calls)
+
+
+_THINK = re.compile(r"<think>(.*?)</think>\s*", re.S | re.I)
+
+
+def _split_thinking(text: str | None) -> tuple[str | None, str | None]:
+    """(answer, thinking): ``<think>…</think>`` blocks cut from a reply's text."""
+    if not text or "<think>" not in text.lower():
+        return text, None
+    thoughts = _THINK.findall(text)
+    return _THINK.sub("", text), "\n".join(thoughts) if thoughts else None
+
+
+def _usage(response, text: str | None, reasoning: str | None) -> dict:
+    """The reply's token counts: cached prompt tokens as OpenAI reports them
+    (``prompt_tokens_details.cached_tokens``) or llama.cpp (``timings.cache_n``); reasoning tokens
+    as OpenAI reports them (``completion_tokens_details.reasoning_tokens``), else the completion's
+    tokens in proportion to the thinking's characters (a server that returns the thinking but does
+    not count it)."""
+    usage = getattr(response, "usage", None)
+    prompt = getattr(usage, "prompt_tokens", 0) or 0
+    completion = getattr(usage, "completion_tokens", 0) or 0
+    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
+    if cached is None:
+        cached = (getattr(response, "timings", None) or {}).get("cache_n", 0)
+    thinking = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None)
+    if thinking is None and reasoning:
+        thinking = round(completion * len(reasoning) / (len(reasoning) + len(text or "")))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cached_tokens": min(int(cached or 0), prompt),
+        "reasoning_tokens": int(thinking or 0),
+    }
 
 
 _RETRIABLE = (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
@@ -94,8 +152,10 @@ class ChatClient:
             max_retries=0,  # retries are ours, so that every kind of failure is counted the same way
         )
 
-    def _request(self, messages: list[dict], extra: dict | None = None) -> dict:
+    def _request(self, messages: list[dict], extra: dict | None = None, tools: list[dict] | None = None) -> dict:
         request = {"model": self.model, "messages": messages, "temperature": self.temperature}
+        if tools:  # one call a turn, the model's choice whether to call (OpenAI's "auto")
+            request.update(tools=tools, tool_choice="auto", parallel_tool_calls=False)
         if self.seed is not None:
             request["seed"] = self.seed
         if self.max_tokens:
@@ -108,28 +168,22 @@ class ChatClient:
         key = hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
         return os.path.join(self.cache_dir, key[:2], f"{key}.json")
 
-    def chat(self, messages: list[dict], extra: dict | None = None) -> Reply:
-        """One completion (``extra``: request fields such as ``response_format`` or ``grammar``);
-        raises :class:`BadRequest` or :class:`NoResponse`."""
-        request = self._request(messages, extra)
+    def chat(self, messages: list[dict], extra: dict | None = None, tools: list[dict] | None = None) -> Reply:
+        """One completion (``extra``: request fields such as ``response_format`` or ``grammar``;
+        ``tools``: OpenAI function tools the model may call); raises :class:`BadRequest` or
+        :class:`NoResponse`."""
+        request = self._request(messages, extra, tools)
         if self.cache_dir:
             path = self._cache_file(request)
             if os.path.exists(path):
                 with open(path, encoding="utf-8") as f:
-                    return Reply(**{**json.load(f), "cached": True})
+                    return dataclasses.replace(Reply.from_json(json.load(f)), cached=True)
         reply = self._call(request)
         if self.cache_dir:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(
-                    {
-                        "text": reply.text,
-                        "prompt_tokens": reply.prompt_tokens,
-                        "completion_tokens": reply.completion_tokens,
-                    },
-                    f,
-                )
+                json.dump({k: v for k, v in dataclasses.asdict(reply).items() if k != "cached"}, f)
             os.replace(tmp, path)
         return reply
 
@@ -138,13 +192,15 @@ class ChatClient:
             lambda: self.client.chat.completions.create(**request), self.retries, self.backoff, self.slots
         )
         choices = getattr(response, "choices", None) or []
-        text = choices[0].message.content if choices and choices[0].message else None
-        usage = getattr(response, "usage", None)
-        return Reply(
-            text,
-            getattr(usage, "prompt_tokens", 0) or 0,
-            getattr(usage, "completion_tokens", 0) or 0,
+        message = choices[0].message if choices else None
+        text, reasoning = _split_thinking(message.content if message else None)
+        reasoning = getattr(message, "reasoning_content", None) or reasoning
+        calls = tuple(
+            ToolCall(c.id or f"call_{i}", c.function.name or "", c.function.arguments or "")
+            for i, c in enumerate(getattr(message, "tool_calls", None) or [])
+            if getattr(c, "function", None) is not None
         )
+        return Reply(text, reasoning=reasoning, tool_calls=calls, **_usage(response, text, reasoning))
 
 
 def retrying(call: Callable, retries: int, backoff: float, slots: Slots | None = None):

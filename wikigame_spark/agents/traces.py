@@ -33,6 +33,10 @@ class Query:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str = ""
+    reasoning: str | None = None  # the thinking, apart from the reply
+    tool_calls: list = field(default_factory=list)  # the reply's calls (llm_client.ToolCall)
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 @dataclass
@@ -89,13 +93,20 @@ class StepTracer:
                 inputs={"messages": q.messages},
                 start_time_ns=q.started_ns,
             )
+            outputs = {"reply": q.reply}
+            if q.tool_calls:
+                outputs["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in q.tool_calls]
+            if q.reasoning:
+                outputs["reasoning"] = q.reasoning
             self.client.end_span(
                 root.trace_id,
                 span.span_id,
-                outputs={"reply": q.reply} if not q.error else None,
+                outputs=outputs if not q.error else None,
                 attributes={
                     "prompt_tokens": q.prompt_tokens,
+                    "cached_tokens": q.cached_tokens,
                     "completion_tokens": q.completion_tokens,
+                    "reasoning_tokens": q.reasoning_tokens,
                     SpanAttributeKey.CHAT_USAGE: {  # MLflow's own: the UI's Tokens column, summed per trace
                         TokenUsageKey.INPUT_TOKENS: q.prompt_tokens,
                         TokenUsageKey.OUTPUT_TOKENS: q.completion_tokens,

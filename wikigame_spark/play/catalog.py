@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from wikigame_spark import manifests, storage, tracking
 from wikigame_spark.layout import GraphDir
 from wikigame_spark.play import artifacts, record
+from wikigame_spark.schemas import NO_MODEL_USAGE
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,9 @@ def load_plays(spark: SparkSession, run: PlayRun) -> tuple[DataFrame, str]:
                 f"and no {artifacts.PLAYS_ARTIFACT} artifact ({e})"
             ) from e
         pdf = pd.read_parquet(path)
+    for column, value in NO_MODEL_USAGE.items():  # a run recorded without these columns
+        if column not in pdf:
+            pdf[column] = value
     pdf["route"] = pdf["route"].map(lambda r: [int(v) for v in r])
     pdf["model"] = pdf["model"].astype(object).where(pdf["model"].notna(), None)
     pdf["detail"] = pdf["detail"].astype(object).where(pdf["detail"].notna(), None)

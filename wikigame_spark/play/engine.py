@@ -26,20 +26,25 @@ from wikigame_spark.graph import mapped
 from wikigame_spark.graph.worker_graph import WorkerGraph
 from wikigame_spark.handles import GraphHandle
 from wikigame_spark.outcomes import DEAD_END, INVALID_CHOICE, LOOP, STEP_LIMIT, SUCCESS
+from wikigame_spark.play.prices import NO_PRICE, GamePrice
 from wikigame_spark.play.rules import PAPER_RULES, Rules, Walk
-from wikigame_spark.schemas import GAMES, PLAYS, require_columns
+from wikigame_spark.schemas import GAMES, PLAYS, PRICE, require_columns
 
 log = logging.getLogger(__name__)
 
 
 class _Game:
     __slots__ = (
+        "cached_tokens",
         "completion_tokens",
         "detail",
         "game",
+        "invalid_calls",
+        "links",
         "outcome",
         "prompt_tokens",
         "queries",
+        "reasoning_tokens",
         "seconds",
         "states",
         "walk",
@@ -51,6 +56,8 @@ class _Game:
         self.states: dict[tuple, int] = {}  # (state, offered links) → the step it was first seen at
         self.outcome = SUCCESS if self.walk.current == int(game["target"]) else None
         self.queries = self.prompt_tokens = self.completion_tokens = 0
+        self.cached_tokens = self.reasoning_tokens = self.invalid_calls = 0
+        self.links = 0  # links offered over the game's steps (its price's share of one-off work)
         self.seconds = 0.0
         self.detail = None
 
@@ -73,8 +80,10 @@ def play_games(
     agent_name: str,
     model: str | None,
     rules: Rules = PAPER_RULES,
+    price: GamePrice = NO_PRICE,
 ) -> list[dict]:
-    """Play ``games`` (dicts with game_id, source, target, optimal_steps) to the end; PLAYS rows.
+    """Play ``games`` (dicts with game_id, source, target, optimal_steps) to the end; PLAYS rows,
+    each priced by ``price``.
 
     Loops are detected only for agents whose choice depends on nothing but the state
     (``Agent.deterministic``): any other agent may choose differently on a second visit. Only
@@ -95,6 +104,7 @@ def play_games(
                 g.outcome = LOOP
                 continue
             asking.append(g)
+            g.links += int(offered.size)
             route = g.walk.route
             requests.append(
                 StepRequest(
@@ -116,6 +126,9 @@ def play_games(
             g.queries += choice.queries
             g.prompt_tokens += choice.prompt_tokens
             g.completion_tokens += choice.completion_tokens
+            g.cached_tokens += choice.cached_tokens
+            g.reasoning_tokens += choice.reasoning_tokens
+            g.invalid_calls += choice.invalid_calls
             g.seconds += choice.seconds or per_request
             if choice.node is None:
                 g.outcome = choice.outcome or INVALID_CHOICE
@@ -147,6 +160,10 @@ def play_games(
             "completion_tokens": g.completion_tokens,
             "seconds": g.seconds,
             "detail": g.detail,
+            "cached_tokens": g.cached_tokens,
+            "reasoning_tokens": g.reasoning_tokens,
+            "invalid_calls": g.invalid_calls,
+            PRICE: price.of(g.prompt_tokens, g.cached_tokens, g.completion_tokens, g.seconds, g.links),
         }
         for g in state
     ]
@@ -160,6 +177,7 @@ def play_stage(
     partitions: int,
     model: str | None = None,
     rules: Rules = PAPER_RULES,
+    price: GamePrice = NO_PRICE,
 ) -> DataFrame:
     """GAMES → PLAYS, games spread over ``partitions`` tasks, each played by a pandas UDF.
 
@@ -175,7 +193,7 @@ def play_stage(
         graph = mapped.mapped_graph(files)
         agent = worker_agent(spec, graph)
         for pdf in batches:
-            rows = play_games(pdf.to_dict("records"), graph, agent, max_steps, spec.name, model, rules)
+            rows = play_games(pdf.to_dict("records"), graph, agent, max_steps, spec.name, model, rules, price)
             yield pd.DataFrame(rows, columns=PLAYS.fieldNames())
 
     return games.select(*GAMES.fieldNames()).repartition(partitions, "game_id").mapInPandas(run, PLAYS)

@@ -30,7 +30,7 @@ from wikigame_spark.handles import GamesHandle
 from wikigame_spark.layout import MANIFEST, PLAYS_TABLE, PlaysDir
 from wikigame_spark.outcomes import SERVER_FAILURES
 from wikigame_spark.play.artifacts import log_plays
-from wikigame_spark.schemas import PLAYS
+from wikigame_spark.schemas import PLAYS, PRICE
 from wikigame_spark.storage import Folder
 from wikigame_spark.summary import summarise
 
@@ -99,8 +99,13 @@ IDENTITY_PARAMS = tuple(f.name for f in dataclasses.fields(RunIdentity))
 ) = IDENTITY_PARAMS
 # The record's MLflow metrics.
 PROMPT_TOKENS_TOTAL = "prompt_tokens_total"
+CACHED_TOKENS_TOTAL = "cached_tokens_total"
 COMPLETION_TOKENS_TOTAL = "completion_tokens_total"
+REASONING_TOKENS_TOTAL = "reasoning_tokens_total"
+INVALID_CALLS_TOTAL = "invalid_calls_total"
 LLM_LATENCY_MEAN_S = "llm_latency_mean_s"
+PRICE_PER_GAME = "price_per_game_usd"
+PRICE_TOTAL = "price_total_usd"
 USAGE_METRICS = (PROMPT_TOKENS_TOTAL, COMPLETION_TOKENS_TOTAL, LLM_LATENCY_MEAN_S)
 RUN_IDENTITY = "run_identity"  # the plays manifest's key
 RUN_KIND, CHUNK_KIND = "plays", "plays-chunk"
@@ -128,15 +133,22 @@ def graph_params(graph_dir: str, manifest: dict) -> dict:
 
 
 def usage_metrics(plays: pd.DataFrame) -> dict:
-    """Token totals and the mean seconds per model request, when the agent made any requests (an
-    agent without a model has no tokens to count, rather than zero of them)."""
+    """Token totals, invalid calls and the mean seconds per model request, when the agent made any
+    requests (an agent without a model has no tokens to count, rather than zero of them); the price
+    per game and in all, when every game has one."""
+    price = plays[PRICE]
+    priced = {PRICE_PER_GAME: float(price.mean()), PRICE_TOTAL: float(price.sum())} if price.notna().all() else {}
     queries = int(plays["queries"].sum())
     if not queries:
-        return {}
+        return priced if len(plays) else {}
     return {
         PROMPT_TOKENS_TOTAL: int(plays["prompt_tokens"].sum()),
+        CACHED_TOKENS_TOTAL: int(plays["cached_tokens"].sum()),
         COMPLETION_TOKENS_TOTAL: int(plays["completion_tokens"].sum()),
+        REASONING_TOKENS_TOTAL: int(plays["reasoning_tokens"].sum()),
+        INVALID_CALLS_TOTAL: int(plays["invalid_calls"].sum()),
         LLM_LATENCY_MEAN_S: float(plays["seconds"].sum()) / queries,
+        **priced,
     }
 
 

@@ -21,12 +21,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wikigame_spark import parquet
-from wikigame_spark.agents.base import AgentSettings, AgentSpec, agent_class
+from wikigame_spark.agents.base import ONE_OFF_CORE_S, AgentSettings, AgentSpec, agent_class
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.config import ConfigError
 from wikigame_spark.handles import GamesHandle, GraphHandle
 from wikigame_spark.layout import GAMES_TABLE, PlaysDir
-from wikigame_spark.play import record
+from wikigame_spark.play import prices, record
 from wikigame_spark.play.engine import play_stage
 from wikigame_spark.play.rules import Rules
 from wikigame_spark.progress import duration
@@ -51,6 +51,7 @@ class Played:
     played_now: int
     seconds: float
     spec: AgentSpec
+    price: prices.GamePrice = prices.NO_PRICE
 
 
 _PLAIN_NAME = re.compile(r"^[^/\\\x00-\x1f]+$")
@@ -107,11 +108,16 @@ def play_chunks(
     output: Folder,
     made_by: dict,
     settings: AgentSettings,
+    price_list: dict | None = None,
 ) -> Played:
     """Play every game not yet in ``output`` with the agent built from ``settings``, chunk by
-    chunk, each chunk's manifest recording ``made_by``; return the whole plays table."""
+    chunk, each chunk's manifest recording ``made_by``, each game priced from ``price_list`` (a
+    checked prices file; none: no price); return the whole plays table."""
     graph = games.graph
-    spec = AgentSpec(cfg.agent, settings, agent_class(cfg.agent).prepare(spark, graph, settings))
+    agent = agent_class(cfg.agent)
+    spec = AgentSpec(cfg.agent, settings, agent.prepare(spark, graph, settings))
+    price = prices.game_price(price_list, agent_model(cfg) or "", agent.served, spec.resources.get(ONE_OFF_CORE_S))
+    log.info("games priced by %s", price.describe())
     table = select_games(parquet.read_table(spark, games.folder.sub(GAMES_TABLE), GAMES), cfg.games)
     chunk = (F.col("game_id") / F.lit(cfg.chunk_games)).cast("long")
     chunks = sorted(r[0] for r in table.select(chunk.alias("c")).distinct().collect())
@@ -131,14 +137,14 @@ def play_chunks(
             kept = record.unanswered(record.read_chunks(spark, output, [c]), answered=True)
             part = part.join(kept.select("game_id"), "game_id", "left_anti")
         rules = Rules(cfg.allow_revisits, cfg.allow_back)
-        plays = play_stage(part, graph, spec, cfg.max_steps, partitions, agent_model(cfg), rules)
+        plays = play_stage(part, graph, spec, cfg.max_steps, partitions, agent_model(cfg), rules, price)
         if replays:  # read back, a route's items are nullable: the contract's types again, as they were
             plays = kept.mapInPandas(lambda batches: batches, PLAYS).unionByName(plays)
         count = record.write_chunk(spark, output, c, plays, made_by, replace=bool(replays))
         played += count - (written["games"] - replays if replays else 0)
         progress(played, total - done_before * cfg.chunk_games, time.perf_counter() - started)
     plays = record.read_chunks(spark, output, chunks)
-    return Played(output.root, plays, played, time.perf_counter() - started, spec)
+    return Played(output.root, plays, played, time.perf_counter() - started, spec, price)
 
 
 def progress(done: int, total: int, seconds: float) -> None:
