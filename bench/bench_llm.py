@@ -32,8 +32,13 @@ each follow-up extends the step's conversation) and without it (``--no-prefix-re
 one request in flight against two slots with two (what two Spark tasks of one request each send);
 and the cost of the paper's 200-title cap: one step offering 50 titles against 200.
 
+The tool interface (``--sections tools``): each installed instruction-tuned model on llama.cpp's own
+server plays the same games free (the paper's) and by tool calls (``interface=tools``, strict, and
+with ``calls_in_text``): steps per minute, the invalid-call rate and the prompt's share the server's
+prefix cache held.
+
     python bench/bench_llm.py [--games 8] [--concurrency 8] [--max-steps 3] [--engines python native]
-        [--latency 1.0] [--max-tokens N] [--sections concurrency likelihood constrained tracing models]
+        [--latency 1.0] [--max-tokens N] [--sections concurrency likelihood constrained tracing models tools]
         [--likelihood-links 50 200] [--likelihood-steps 3] [--models smollm2-135m-instruct ...]
 """
 
@@ -100,6 +105,9 @@ def main() -> None:
     if "models" in args.sections:
         for name in args.models:
             bundled_model(name, games, graph, args)
+    if "tools" in args.sections:
+        for name in (m for m in args.models if models.bundled(m).instruct):
+            tool_interface(name, games, graph, args)
     if "concurrency" not in args.sections:
         return
     for engine in args.engines:
@@ -112,7 +120,7 @@ def main() -> None:
             compare(f"hosted-API stand-in ({args.latency:.1f} s per request)", games, graph, server.url, "any", args)
 
 
-SECTIONS = ("concurrency", "likelihood", "constrained", "tracing", "models")
+SECTIONS = ("concurrency", "likelihood", "constrained", "tracing", "models", "tools")
 
 
 def installed_llms() -> list[str]:
@@ -159,6 +167,36 @@ def per_minute(rows: list[dict], seconds: float) -> str:
     return (
         f"{steps / seconds * 60:.1f} steps/min, {queries / seconds * 60:.1f} queries/min "
         f"({seconds:.0f} s, {steps} steps, {queries} queries); outcomes {outcomes}"
+    )
+
+
+TOOL_WAYS = {
+    "free": {},
+    "tools": {"interface": "tools"},
+    "tools, calls in text": {"interface": "tools", "calls_in_text": True},
+}
+
+
+def tool_interface(name: str, games: list[dict], graph: WorkerGraph, args) -> None:
+    """An instruction-tuned model on the same games by free text and by tool calls (strict, and
+    with calls written in the text counted), one slot of llama-server: steps per minute."""
+    llm = {"model": name, "max_titles": args.max_titles, "timeout": 3600, "max_tokens": args.max_tokens}
+    log = os.path.join(ROOT, ".cache", "bench-llm", f"{name}-tools.log")
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    with LlamaServer(engine=NATIVE, model=name, log_path=log) as server:
+        for way, options in TOOL_WAYS.items():
+            settings = LlmAgent.configure(**llm, **options, base_url=server.base_url, concurrency=1)
+            rows, seconds = timed_play(LlmAgent(graph, settings, {}), games, graph, args, "llm", name)
+            print(f"{name}, llm {way}, native engine: {per_minute(rows, seconds)}; {tool_calls(rows)}")
+
+
+def tool_calls(rows: list[dict]) -> str:
+    """The tool interface's invalid calls over all calls, and the prompt's share read from the server's cache."""
+    invalid, moves = sum(r["invalid_calls"] for r in rows), sum(r["steps"] for r in rows)
+    cached, sent = sum(r["cached_tokens"] for r in rows), sum(r["prompt_tokens"] for r in rows)
+    return (
+        f"invalid-call rate {invalid / max(invalid + moves, 1):.2f} ({invalid} invalid calls, {moves} moves); "
+        f"{cached / max(sent, 1):.0%} of the prompt tokens read from the prefix cache"
     )
 
 

@@ -26,7 +26,7 @@ from wikigame_spark.play import runs
 # The settings every play run records, whatever its agent (PlayConfig's fields).
 SHARED = (
     "graph agent model use_titles games games_dir max_steps seed experiment run_name output overwrite cache_dir "
-    "chunk_games partitions protocol allow_revisits allow_back"
+    "chunk_games partitions protocol allow_revisits allow_back prices"
 ).split()
 SHARED_PLAY_OPTIONS = "use_titles allow_revisits allow_back protocol chunk_games".split()
 

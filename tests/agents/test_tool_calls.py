@@ -15,7 +15,8 @@ from wikigame_spark.outcomes import INVALID_CALLS, NO_RESPONSE, SUCCESS
 from wikigame_spark.play.engine import play_games
 from wikigame_spark.play.rules import Rules
 
-BEHAVIOURS = ["good", "garbage", "invent", "notitle", "malformed", "unknown", "several", "oncebad", "thinks", "500"]
+INVALID = ["garbage", "invent", "notitle", "malformed", "unknown", "several", "intext"]
+BEHAVIOURS = ["good", "oncebad", "thinks", "500", *INVALID]
 
 
 @pytest.fixture()
@@ -49,7 +50,7 @@ def test_each_invalid_call_is_counted_and_ends_the_game_at_the_limit(graph):
         "oncebad": SUCCESS,
         "thinks": SUCCESS,
         "500": NO_RESPONSE,
-        **{b: INVALID_CALLS for b in ("garbage", "invent", "notitle", "malformed", "unknown", "several")},
+        **{b: INVALID_CALLS for b in INVALID},
     }
     # wikiarena's limit: the third invalid call on one page ends the game
     assert {b: rows[b]["invalid_calls"] for b in outcome} == {
@@ -57,10 +58,11 @@ def test_each_invalid_call_is_counted_and_ends_the_game_at_the_limit(graph):
         "oncebad": 1,
         "thinks": 0,
         "500": 0,
-        **{b: 3 for b in ("garbage", "invent", "notitle", "malformed", "unknown", "several")},
+        **{b: 3 for b in INVALID},
     }
     reasons = {
         "garbage": tool_calls.NO_CALL,
+        "intext": tool_calls.NO_CALL,
         "invent": tool_calls.NOT_ON_PAGE,
         "notitle": tool_calls.NO_TITLE,
         "malformed": tool_calls.NO_TITLE,
@@ -142,6 +144,19 @@ def test_the_back_button_is_a_tool(tmp_path):
     assert rows["good"]["outcome"] == SUCCESS and rows["good"]["route"] == [1, 0, 2]
     second = asked[1]["messages"]
     assert second[-1]["role"] == "tool" and second[-1]["content"].startswith('You are on the page "A".')
+
+
+def test_calls_in_text_count_when_asked(tmp_path):
+    titles = ["P0", "P1", "Target intext"]
+    g = WorkerGraph.from_directory(small_graph(tmp_path, titles, [(0, 1), (1, 2)]))
+    game = {"game_id": 0, "source": 0, "target": 2, "optimal_steps": 2}
+    with FaultyServer() as server:
+        rows = play(agent(g, server.url, calls_in_text=True), g, [game])
+        asked = server.requests
+    assert rows["intext"]["outcome"] == SUCCESS and rows["intext"]["invalid_calls"] == 0
+    # no call id names the result: the next page comes as a user message
+    assert [m["role"] for m in asked[-1]["messages"]] == ["system", "user", "assistant", "user"]
+    assert asked[-1]["messages"][3]["content"].startswith('You are on the page "P1".')
 
 
 def test_options_are_checked():

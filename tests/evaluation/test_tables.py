@@ -10,7 +10,7 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from wikigame_spark import summary
 from wikigame_spark.evaluation import tables
-from wikigame_spark.schemas import PLAYS
+from wikigame_spark.schemas import NO_MODEL_USAGE, PLAYS
 
 
 def plays_rows(label, graph, run_id, outcomes, steps, optimal, max_steps=100):
@@ -25,11 +25,9 @@ def plays_rows(label, graph, run_id, outcomes, steps, optimal, max_steps=100):
             "route": [0],
             "source": 0,
             "target": 1,
-            "queries": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
             "seconds": 0.0,
             "detail": None,
+            **NO_MODEL_USAGE,
             "label": label,
             "graph": graph,
             "run_id": run_id,
@@ -52,7 +50,7 @@ def labelled(spark):
         rows += plays_rows(label, graph, run, outcomes.tolist(), steps.tolist(), optimal.tolist())
     extra = [("label", StringType()), ("graph", StringType()), ("run_id", StringType()), ("max_steps", IntegerType())]
     schema = StructType(PLAYS.fields + [StructField(name, kind) for name, kind in extra])
-    df = spark.createDataFrame(pd.DataFrame(rows), schema)
+    df = spark.createDataFrame(pd.DataFrame(rows)[schema.fieldNames()], schema)
     return df, pd.DataFrame(rows)
 
 

@@ -4,6 +4,7 @@ graph sources, the OpenAlex graph built once per session, and the checks of a pl
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 
@@ -14,8 +15,10 @@ from jobs import build_openalex, decision_records, graph_stats, play_games, repo
 from tests.conftest import LLAMA_THREADS
 from wikigame_spark.devtools.local_server import MODEL_ALIAS, LlamaServer
 from wikigame_spark.devtools.openalexgen import TEMPLATE_2025, Spec, generate
+from wikigame_spark.session import PROJECT_DIR
 
 EXPERIMENT = "end-to-end"
+PRICES = os.path.join(PROJECT_DIR, "conf", "prices.yaml")
 FIELD = "Decision Sciences"  # the real 2025 record's field: it becomes a node of this graph
 OPENALEX_SLUG = "decision-sciences"
 REAL_WORK = "W2741809807"
@@ -88,7 +91,8 @@ def games(graph: str, out: str, n: int, *extra: str) -> tuple[list[dict], dict]:
 
 
 def play(graph: str, games_dir: str, agent: str, out: str, run_name: str, *extra: str) -> list[dict]:
-    argv = ["--graph", graph, "--games-dir", games_dir, "--agent", agent, "--output", out]
+    """A play run, every game priced by the shipped prices file."""
+    argv = ["--graph", graph, "--games-dir", games_dir, "--agent", agent, "--output", out, "--prices", PRICES]
     argv += ["--experiment", EXPERIMENT, "--run-name", run_name, "--overwrite", *extra]
     assert play_games.main(argv) == 0
     with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
@@ -208,6 +212,20 @@ def check_report(md: str, summary: dict, graphs: set[str], run_names: set[str]) 
     assert all(row["embedding_core_hours_enwiki"] > 0 for row in costs.values())
     check_route_sections(md, summary, graphs)
     check_baselines(md, summary, graphs)
+    check_prices(md, summary, graphs)
+
+
+def check_prices(md: str, summary: dict, graphs: set[str]) -> None:
+    """Every player priced (tokens or compute), a frontier on every graph, drawn."""
+    assert "Price per game and the frontier" in md and "figures/fig_frontier.png" in summary["figures"]
+    rows = summary["prices"]
+    assert {(r["label"], r["graph"]) for r in rows} == {(r["label"], r["graph"]) for r in summary["success"]}
+    assert all(r["price_per_game_usd"] > 0 for r in rows)
+    for graph in graphs:
+        edge = sorted(
+            (r["price_per_game_usd"], r["success_rate"]) for r in rows if r["graph"] == graph and r["on_frontier"]
+        )
+        assert edge and all(a[1] < b[1] for a, b in itertools.pairwise(edge))  # dearer only where it wins more
 
 
 def check_baselines(md: str, summary: dict, graphs: set[str]) -> None:

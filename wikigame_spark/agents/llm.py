@@ -23,7 +23,7 @@ OpenAI's structured outputs with an ``enum``, OpenAI, vLLM, llama-server; docs/l
 ``interface``: ``text`` (the paper's: the answer is JSON in the reply's text) or ``tools``, as
 today's benchmarks ask (:mod:`~wikigame_spark.agents.tool_calls`): one conversation per game, a
 ``click_link``/``go_back`` call a turn, the next page the call's result, invalid calls counted and
-answered as wikiarena's ``tool_strict_v1`` answers them. A server's thinking (``reasoning_content``
+answered as wikiarena's "tool_strict_v1" answers them. A server's thinking (``reasoning_content``
 or ``<think>`` tags) is counted apart from the answer in either (``reasoning_budget`` caps it on
 llama.cpp's server).
 """
@@ -107,12 +107,17 @@ class LlmOptions(AgentOptions):
     interface: str = option(
         TEXT,
         "llm: how the model answers: text (the paper's JSON in the reply) or tools (a click_link/go_back tool "
-        "call a turn, wikiarena's strict handling of invalid calls; docs/llm.md#tool-calls)",
+        "call a turn, wikiarena's strict handling of invalid calls; docs/llm.md, Tool calls)",
         choices=INTERFACES,
     )
     history: int = option(0, "tools: the last N pages keep their links in the conversation (0: every page)")
     invalid_per_page: int = option(2, "tools: invalid calls allowed on one page before the game ends (wikiarena: 2)")
     invalid_per_game: int = option(15, "tools: invalid calls allowed in one game (wikiarena: 15)")
+    calls_in_text: bool = option(
+        False,
+        'tools: a call written as JSON in the reply\'s text ({"name": …, "arguments": …}) counts too, for models '
+        "without native tool calls (BFCL's prompt mode)",
+    )
     reasoning_budget: int = option(
         0, "thinking tokens allowed per reply (llama.cpp's reasoning_budget_tokens; 0: the server's default)"
     )
@@ -141,7 +146,8 @@ class LlmOptions(AgentOptions):
         if self.interface == TOOLS and self.constrained:
             raise ConfigError("constrained: not with --interface tools, whose click_link holds the title to the links")
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        changed = [n for n in ("history", "invalid_per_page", "invalid_per_game") if getattr(self, n) != defaults[n]]
+        tool_options = ("history", "invalid_per_page", "invalid_per_game", "calls_in_text")
+        changed = [n for n in tool_options if getattr(self, n) != defaults[n]]
         if self.interface != TOOLS and changed:
             raise ConfigError(f"{', '.join(changed)}: only apply to --interface tools")
 
@@ -150,13 +156,16 @@ class LlmOptions(AgentOptions):
         """The links pre-ranked, the answer held to the offered titles (grammar, json_schema), tool calls."""
         parts = (f"top-{params['top_k']}",) if params.get("top_k") not in (None, "", "0") else ()
         parts += (f"constrained={params['constrained']}",) if params.get("constrained") else ()
-        return parts + (("tools",) if params.get("interface") == TOOLS else ())
+        if params.get("interface") == TOOLS:
+            parts += ("tools (calls in text)",) if params.get("calls_in_text") == "True" else ("tools",)
+        return parts
 
     def run_name_parts(self) -> tuple[str, ...]:
         """A run's default name tells apart the ways one model plays: its answer constrained, by tool
         calls, the links pre-ranked, titles ranked by mean log-prob."""
         parts = (self.constrained,) if self.constrained else ()
         parts += (TOOLS,) if self.interface == TOOLS else ()
+        parts += ("textcalls",) if self.calls_in_text else ()
         parts += (f"top{self.top_k}",) if self.top_k else ()
         return parts + (("mean-logprob",) if self.length_normalise else ())
 
@@ -395,6 +404,8 @@ class LlmAgent(Agent):
                 return reply
             calls = [(c.id, c.name, c.arguments) for c in reply.tool_calls]
             game.messages.append(tool_calls.assistant(reply.text, calls))
+            if not calls and self.opts.calls_in_text:  # no call id: the result comes as a user message
+                calls = [("", name, arguments) for name, arguments in tool_calls.text_calls(reply.text)]
             call = tool_calls.check([(n, a) for _, n, a in calls], set(node_of), back is not None)
             if not call.reason:
                 game.pending = calls[0][0]
@@ -402,7 +413,8 @@ class LlmAgent(Agent):
             on_page += 1
             game.invalid += 1
             tally.invalid += 1
-            game.messages += tool_calls.invalid(call, titles_of[r.current], [i for i, _, _ in calls], back is not None)
+            ids = [i for i, _, _ in calls if i]
+            game.messages += tool_calls.invalid(call, titles_of[r.current], ids, back is not None)
             if on_page > self.opts.invalid_per_page or game.invalid > self.opts.invalid_per_game:
                 where = f"{on_page} on page" if on_page > self.opts.invalid_per_page else f"{game.invalid} in game"
                 detail = f"{where} invalid calls; last: {call.reason}: {call.detail}"

@@ -5,7 +5,7 @@ servers that build a grammar from the schema, as llama.cpp's does, hold it to) a
 button is allowed, ``go_back()``. Each turn it must make one call; the call's result is the next
 page as the agent sees it: its title and its links (and where the back button leads).
 
-Invalid calls are handled as wikiarena's ``tool_strict_v1`` handles them: checked in its order
+Invalid calls are handled as wikiarena's "tool_strict_v1" handles them: checked in its order
 (several calls, no call, an unknown tool, no title, a title not on the page), answered with an
 ``Invalid move`` message that names the reason and the fix (as the result of every call the reply
 made, or a user message when it made none), and the model is asked again on the same page. The
@@ -122,6 +122,22 @@ def check(calls: list[tuple[str, str]], titles: set[str], back: bool) -> Call:
     return Call(title=title)
 
 
+def text_calls(text: str | None) -> list[tuple[str, str]]:
+    """The calls written in a reply's text: every JSON object with a ``name`` (name, arguments as JSON)."""
+    decoder, calls, start = json.JSONDecoder(), [], (text or "").find("{")
+    while start != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+            arguments = obj.get("arguments", obj.get("parameters", {}))
+            calls.append((obj["name"], arguments if isinstance(arguments, str) else json.dumps(arguments)))
+        start = text.find("{", end)
+    return calls
+
+
 def assistant(text: str | None, calls: list[tuple[str, str, str]]) -> dict:
     """The model's reply as the conversation keeps it: its text and its calls (id, name, arguments)."""
     message: dict = {"role": "assistant", "content": text or ""}
@@ -142,5 +158,7 @@ def invalid(call: Call, page_title: str, call_ids: list[str], back: bool) -> lis
 
 
 def result(call_id: str, text: str) -> dict:
-    """The valid call's result: the page it led to."""
+    """The valid call's result: the page it led to (a user message for a call written in text)."""
+    if not call_id:
+        return {"role": "user", "content": text}
     return {"role": "tool", "tool_call_id": call_id, "content": text}

@@ -10,6 +10,7 @@ A request with ``tools`` (the tool interface, agents/tool_calls.py) is answered 
 same way: a good ``click_link`` call, or by the target's last word no call (``garbage``), a title
 not on the page (``invent``), no title (``notitle``), arguments that are not JSON (``malformed``),
 an unknown tool (``unknown``), two calls (``several``), no call once then good ones (``oncebad``),
+a good call written as fenced JSON in the text instead (``intext``),
 or a good call with the server's thinking (``thinks``: ``reasoning_content``, and its reasoning
 and cached tokens in ``usage``).
 
@@ -89,6 +90,9 @@ class FaultyServer:
             return 500, None, {}
         if kind == "garbage" or (kind == "oncebad" and n == 1):
             return 200, {"role": "assistant", "content": "I would click the link to the target."}, {}
+        if kind == "intext":
+            written = {"name": "click_link", "arguments": json.loads(good["function"]["arguments"])}
+            return 200, {"role": "assistant", "content": f"```json\n{json.dumps(written)}\n```"}, {}
         if kind in calls:
             return 200, {"role": "assistant", "content": None, "tool_calls": calls[kind]}, {}
         message = {"role": "assistant", "content": None, "tool_calls": [good]}

@@ -20,9 +20,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType
 
 from wikigame_spark.agents.base import Agent, registered_agents
-from wikigame_spark.agents.llm import PLUMBING_NOTE
+from wikigame_spark.agents.llm import PLUMBING_NOTE, TOOLS
 from wikigame_spark.agents.sentence_models import model_slug
-from wikigame_spark.evaluation import bands, baselines, loops, people, protocols, routes, tables
+from wikigame_spark.evaluation import bands, baselines, frontier, loops, people, protocols, routes, tables
 from wikigame_spark.evaluation.fits import HUMAN_CUTOFF, StepFits, fit_groups, fit_table
 from wikigame_spark.evaluation.profiles import profiled_plays
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
@@ -148,6 +148,7 @@ class Evaluation:
     routes: routes.Routes = field(default_factory=routes.Routes)  # from the distance profiles (routes.py)
     baselines: pd.DataFrame = field(default_factory=pd.DataFrame)  # against the oracle and the hub (baselines.py)
     people: people.Comparison = field(default_factory=people.Comparison)  # people and agents on the same pairs
+    prices: pd.DataFrame = field(default_factory=pd.DataFrame)  # price per game, frontier, tokens (frontier.py)
 
     def metrics(self) -> dict[str, float]:
         """Flat per-group numbers for the report's MLflow run."""
@@ -168,6 +169,7 @@ class Evaluation:
         out.update(loops.metrics(self.loops, metric_key) if self.loops is not None else {})
         out.update(routes.metrics(self.routes, metric_key))
         out.update(people.metrics(self.people, metric_key))
+        out.update(frontier.metrics(self.prices, metric_key) if not self.prices.empty else {})
         return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(float(v))}
 
 
@@ -262,7 +264,13 @@ def evaluate(
         routes=route_tables,
         baselines=baseline_table,
         people=with_people,
+        prices=frontier.frontier_table(players(agg.groups), success, tool_labels(runs)),
     )
+
+
+def tool_labels(runs: Sequence[ReportRun]) -> set[str]:
+    """The agents that played by tool calls (the LLM agents' ``interface``)."""
+    return {r.label for r in runs if r.params.get("interface") == TOOLS}
 
 
 def embedding_cost_table(runs: Sequence[ReportRun], success: pd.DataFrame) -> pd.DataFrame:

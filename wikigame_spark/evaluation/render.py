@@ -20,7 +20,7 @@ import pandas as pd
 
 from wikigame_spark import layout, manifests, outputs, storage
 from wikigame_spark.document import Document, fmt
-from wikigame_spark.evaluation import bands, baselines, figures, loops, people, protocols, routes, tables
+from wikigame_spark.evaluation import bands, baselines, figures, frontier, loops, people, protocols, routes, tables
 from wikigame_spark.evaluation.evaluate import Evaluation
 from wikigame_spark.evaluation.fits import MIN_FIT_GAMES
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS as COST
@@ -175,6 +175,7 @@ def render(ev: Evaluation, experiment: str, created: str | None = None, run_id: 
             "title), as measured on the machine that made the cache (docs/full_size.md).",
         )
         doc.table(ev.embedding_cost.rename(columns={tables.LABEL: "agent", COST: "core-hours, English Wikipedia"}))
+    frontier.render(doc, ev.prices)
 
     doc.heading("Steps above optimal (Table 5)")
     doc.para("Successful games only: mean steps above the shortest path ± standard error.")
@@ -269,6 +270,7 @@ def _files(doc: Document, ev: Evaluation, title: str, experiment: str, created: 
         "loops": ev.loops,
         **ev.routes.tables(),
         "baselines": ev.baselines,
+        "prices": ev.prices,
         **ev.people.tables(),
     }
     for name, table in extra_tables.items():

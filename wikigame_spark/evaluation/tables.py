@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from wikigame_spark.document import is_missing, rounded
 from wikigame_spark.outcomes import FORMATTING, NAVIGATION, SERVER_FAILURES, SUCCESS
-from wikigame_spark.schemas import AGENT, MODEL, OUTCOME, STEPS, require_columns
+from wikigame_spark.schemas import AGENT, MODEL, OUTCOME, PRICE, STEPS, require_columns
 
 LABEL = "label"
 GRAPH = "graph"
@@ -33,6 +33,9 @@ N_GAMES = "games"  # the games the server answered: a success rate's denominator
 SUCCESSES = "successes"
 UNANSWERED = "unanswered"  # games ending in a server failure (no_response), left out of N_GAMES
 
+# The plays' request counts summed per group (answered games).
+USAGE = ("queries", "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens", "invalid_calls")
+
 # What the report adds to PLAYS rows before they get here.
 LABELLED_COLUMNS = [LABEL, GRAPH, RUN_ID, MAX_STEPS, AGENT, MODEL, OUTCOME, STEPS, "optimal_steps"]
 
@@ -41,7 +44,8 @@ LABELLED_COLUMNS = [LABEL, GRAPH, RUN_ID, MAX_STEPS, AGENT, MODEL, OUTCOME, STEP
 class Aggregates:
     """Everything the tables, fits and figures need, small enough to collect."""
 
-    groups: pd.DataFrame  # label, graph, runs, games, unanswered, successes, extra_mean, extra_sd, steps_mean
+    groups: pd.DataFrame  # label, graph, runs, games, unanswered, successes, extra_mean, extra_sd, steps_mean,
+    # the USAGE sums, calls (moves and invalid calls), priced (games with a price), price_mean
     outcomes: pd.DataFrame  # label, graph, outcome, games
     extra: pd.DataFrame  # label, graph, extra_steps, limit (NaN = no limit), games — successes only
     per_run: pd.DataFrame  # run_id, games
@@ -69,6 +73,10 @@ def aggregate(plays: DataFrame) -> Aggregates:
                 F.avg(F.when(won, extra)).alias("extra_mean"),
                 F.stddev_samp(F.when(won, extra)).alias("extra_sd"),
                 F.avg(F.when(answered(), F.col(STEPS))).alias("steps_mean"),
+                *[F.sum(F.when(answered(), F.col(c))).alias(c) for c in USAGE],
+                F.sum(F.when(answered(), F.col(STEPS) + F.col("invalid_calls"))).alias("calls"),
+                F.count(F.when(answered(), F.col(PRICE))).alias("priced"),
+                F.avg(F.when(answered(), F.col(PRICE))).alias("price_mean"),
             )
             .toPandas()
         )

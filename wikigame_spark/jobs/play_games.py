@@ -80,7 +80,7 @@ class PlayConfig:
     overwrite: bool = setting(False, OVERWRITE_HELP)
     cache_dir: str = setting("", "embedding and vocabulary cache (default GRAPH/cache)", changes_output=False)
     prices: str = setting(
-        "", "prices file: USD per million tokens per model, per core-hour (docs/llm.md#prices); default none: no price"
+        "", "prices file: USD per million tokens per model, per core-hour (docs/llm.md, Prices); default none: no price"
     )
     chunk_games: int = setting(1000, "games per resumable chunk")
     partitions: int = setting(

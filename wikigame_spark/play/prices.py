@@ -1,6 +1,6 @@
 """What a game costs in money: each play's ``price_usd``, from a prices file (``--prices FILE``).
 
-No price is claimed without one: then every play's price is null. The file (YAML, docs/llm.md#prices)
+No price is claimed without one: then every play's price is null. The file (YAML, docs/llm.md, Prices)
 names a price per core-hour and, per model, a price per million tokens::
 
     core_hour: 0.0446              # USD per core-hour of the machine that computes
