@@ -16,7 +16,6 @@ from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.graph.played_pairs import PEOPLE, PEOPLE_WON, played_pairs
 from wikigame_spark.schemas import NO_MODEL_USAGE, PLAYS
 
-
 UNUSED = tuple(NO_MODEL_USAGE.values())[3:]  # a person's cached and reasoning tokens, invalid calls, price
 
 
@@ -26,7 +25,10 @@ def test_pairs_are_numbered_in_the_seeds_order(spark):
         (1, "human", None, "gave_up", 1, 2, [1, 2], 1, 3, 0, 0, 0, 1.0, None, *UNUSED),
         (2, "human", None, "time_limit", 4, 1, [4, 1, 2, 4, 5], 4, 5, 0, 0, 0, 1.0, None, *UNUSED),
         (3, "human", None, "success", 0, 0, [6], 6, 6, 0, 0, 0, 1.0, None, *UNUSED),
-        *((10 + i, "human", None, "success", 1, 1, [7, 8 + i], 7, 8 + i, 0, 0, 0, 1.0, None, *UNUSED) for i in range(20)),
+        *(
+            (10 + i, "human", None, "success", 1, 1, [7, 8 + i], 7, 8 + i, 0, 0, 0, 1.0, None, *UNUSED)
+            for i in range(20)
+        ),
     ]
     plays = spark.createDataFrame(rows, PLAYS)
     games, c = played_pairs(plays, seed=3)
