@@ -38,6 +38,11 @@ agents = [a.strip() for a in widget("agents", "random,tfidf,embedding").split(",
 games = widget("games", "50", "0")  # the first N games of the graph's games table; 0 = all
 max_steps = widget("max_steps", "100")
 backend = widget("embedding_backend", "openvino")  # the embedding agent's runtime: openvino, torch, onnx
+interface = widget("llm_interface", "text")  # the llm agent's: text (the paper's) or tools (tool calls)
+# Every game priced (docs/llm.md, Prices) by the repository's conf/prices.yaml, where the notebook has
+# its repository (a Git folder on Databricks); another file's path, or empty for no price.
+shipped = os.path.join(nb.root, "conf", "prices.yaml")
+prices = widget("prices", shipped if os.path.exists(shipped) else "")
 experiment = widget("experiment", "notebooks", "/Shared/wikigame")
 if not ON_DATABRICKS:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the default embedding model ships in a package
@@ -50,6 +55,8 @@ for agent in agents:
     play_games.main(
         ["--graph", graph, "--agent", agent, "--games", games, "--max-steps", max_steps]
         + (["--backend", backend] if agent == "embedding" else [])
+        + (["--interface", interface] if agent == "llm" else [])
+        + (["--prices", prices] if prices else [])
         + ["--experiment", experiment, "--overwrite"]
     )
 
@@ -62,6 +69,6 @@ from wikigame_spark import tracking  # noqa: E402
 tracking.setup(experiment)
 runs = mlflow.search_runs(experiment_names=[experiment], filter_string="params.agent != ''")
 columns = ["tags.mlflow.runName", "params.agent", "params.model", "params.backend", "metrics.games"]
-columns += ["metrics.success_rate"]
+columns += ["metrics.success_rate", "metrics.price_per_game_usd", "metrics.invalid_calls_total"]
 columns += ["metrics.success_rate_se", "metrics.steps_above_optimal_mean"]
 show(runs[[c for c in columns if c in runs.columns]])

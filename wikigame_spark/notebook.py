@@ -21,6 +21,7 @@ class Notebook:
             root = os.path.dirname(os.path.dirname(os.path.abspath(namespace["__file__"])))
         except KeyError:  # on Databricks the working directory is the notebook's folder
             root = os.path.dirname(os.getcwd())
+        self.root = root  # the repository (a Databricks Git folder on Databricks)
         self.dbutils = namespace.get("dbutils")
         self.display = namespace.get("display")
         self.on_databricks = self.dbutils is not None

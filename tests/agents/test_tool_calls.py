@@ -3,10 +3,13 @@ invalid call is counted, answered as wikiarena's tool_strict_v1 answers it, and 
 
 import json
 
+import mlflow
 import pytest
+from mlflow.tracking import MlflowClient
 
 from wikigame_spark.agents import tool_calls
 from wikigame_spark.agents.llm import LlmAgent, LlmOptions, ReasoningAgent
+from wikigame_spark.agents.traces import TraceTarget
 from wikigame_spark.config import ConfigError
 from wikigame_spark.devtools.faulty_server import FaultyServer
 from wikigame_spark.devtools.games import small_graph
@@ -180,3 +183,23 @@ def test_check_follows_wikiarena_order():
     assert tool_calls.check([("click_link", '{"title": ""}')], on_page, False).reason == tool_calls.NO_TITLE
     assert tool_calls.check([("click_link", '{"title": "Oslo"}')], on_page, False).reason == tool_calls.NOT_ON_PAGE
     assert tool_calls.check([("click_link", json.dumps({"title": "Riga"}))], on_page, False).title == "Riga"
+
+
+def test_a_traced_tool_call_shows_the_call_and_the_thinking_apart(tmp_path):
+    titles = ["P0", "Target thinks"]
+    g = WorkerGraph.from_directory(small_graph(tmp_path, titles, [(0, 1)]))
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("tools")
+    run = client.create_run(experiment).info.run_id
+    with FaultyServer() as server:
+        options = {"model": "test", "base_url": server.url, "interface": "tools", "trace_games": 1}
+        settings = LlmAgent.configure(**options, trace=TraceTarget(uri, experiment, run))
+        rows = play(LlmAgent(g, settings, {}), g, [{"game_id": 0, "source": 0, "target": 1, "optimal_steps": 1}])
+    mlflow.set_tracking_uri(uri)
+    [trace] = client.search_traces(locations=[experiment], run_id=run)
+    [query] = [s for s in trace.data.spans if s.parent_id is not None]
+    assert query.outputs["tool_calls"] == [{"name": "click_link", "arguments": '{"title": "Target thinks"}'}]
+    assert query.outputs["reasoning"] == "The target is listed, so I click it."
+    assert query.attributes["reasoning_tokens"] == 3 == rows["thinks"]["reasoning_tokens"]
+    assert query.attributes["cached_tokens"] == 4 and query.inputs["messages"][0]["role"] == "system"

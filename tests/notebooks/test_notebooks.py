@@ -133,6 +133,7 @@ def test_wikipedia_chain_build_sample_play_report(tmp_path, env):
     assert "report: wrote" in stdout and "2 runs, 24 games" in stdout
     figures = os.listdir(f"{out}/report/figures")
     assert "fig2a_success_by_agent.png" in figures and "fig15_outcomes.png" in figures
+    assert "fig_frontier.png" in figures  # every game priced by the repository's conf/prices.yaml
     for name in figures:
         with open(f"{out}/report/figures/{name}", "rb") as f:
             assert f.read(8) == PNG_SIGNATURE
