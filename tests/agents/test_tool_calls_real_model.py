@@ -44,7 +44,7 @@ def test_tool_calls_through_the_play_job_and_the_report(
         for way, flags in WAYS.items():
             out = str(tmp_path / name / way)
             argv = ["--graph", graph, "--games-dir", games_dir, "--agent", "llm", "--model", qwen.model]
-            argv += ["--base-url", qwen.base_url, "--max-steps", "2", "--max-titles", "20", "--max-tokens", "60"]
+            argv += ["--base-url", qwen.base_url, "--max-steps", "2", "--max-titles", "10", "--max-tokens", "60"]
             argv += ["--timeout", "300", "--prices", PRICES, "--experiment", "tools", "--output", out, *flags]
             assert play_games.main(argv) == 0
             plays = pq.read_table(f"{out}/part-000000/plays").to_pylist()
@@ -66,7 +66,10 @@ def test_tool_calls_through_the_play_job_and_the_report(
     with open(tmp_path / "report" / "report.json", encoding="utf-8") as f:
         summary = json.load(f)
     priced = {(r["label"], r["graph"]): r for r in summary["prices"]}
-    label = {"tools": f"llm: {qwen.model} tools", "textcalls": f"llm: {qwen.model} tools (calls in text)"}
+    label = {
+        "tools": f"llm: {qwen.model} tools ≤2 steps",
+        "textcalls": f"llm: {qwen.model} tools (calls in text) ≤2 steps",
+    }
     for (name, way), plays in rows.items():
         r = priced[(label[way], name)]
         invalid = sum(p["invalid_calls"] for p in plays)

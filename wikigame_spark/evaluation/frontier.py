@@ -75,13 +75,13 @@ def figure(table: pd.DataFrame) -> bytes | None:
                     color="C0", capsize=3, label="on the frontier")  # fmt: skip
         ax.set_xscale("log")
         ax.set_xlim(low, high)
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(-0.1, 1.1)  # room for the labels of agents that never or always win
         points = zip(g[PRICE], g["success_rate"], g["success_rate_sd"].fillna(0), g["label"])
         place_labels(ax, [(x, y, e, t) for x, y, e, t in points])
         ax.set_title(graph)
         ax.set_xlabel("Price per game, USD (log scale)")
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="upper left", fontsize=8)
     axes[0].set_ylabel("Success rate (± one standard deviation)")
     fig.suptitle("Success against price per game")
     return _png(fig)
