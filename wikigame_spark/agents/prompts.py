@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 SYSTEM = "You are a helpful assistant that helps me to play the Wikipedia Game!"
@@ -125,21 +126,24 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
 
 
+def json_objects(text: str) -> Iterator[dict]:
+    """Every JSON object in the text, in order (bare or embedded in prose; those nested in one not apart)."""
+    decoder, start = json.JSONDecoder(), text.find("{")
+    while start != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        yield obj
+        start = text.find("{", end)
+
+
 def _json_object(text: str) -> dict | None:
     """The first JSON object in the text (bare, fenced, or embedded in prose), or None."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        start = candidate.find("{")
-        while start != -1:
-            try:
-                obj, _ = decoder.raw_decode(candidate, start)
-            except json.JSONDecodeError:
-                start = candidate.find("{", start + 1)
-                continue
-            if isinstance(obj, dict):
-                return obj
-            start = candidate.find("{", start + 1)
+    for candidate in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
+        for obj in json_objects(candidate):
+            return obj
     return None
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from wikigame_spark.agents.prompts import json_objects
+
 CLICK_LINK = "click_link"
 GO_BACK = "go_back"
 
@@ -124,17 +126,11 @@ def check(calls: list[tuple[str, str]], titles: set[str], back: bool) -> Call:
 
 def text_calls(text: str | None) -> list[tuple[str, str]]:
     """The calls written in a reply's text: every JSON object with a ``name`` (name, arguments as JSON)."""
-    decoder, calls, start = json.JSONDecoder(), [], (text or "").find("{")
-    while start != -1:
-        try:
-            obj, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+    calls = []
+    for obj in json_objects(text or ""):
+        if isinstance(obj.get("name"), str):
             arguments = obj.get("arguments", obj.get("parameters", {}))
             calls.append((obj["name"], arguments if isinstance(arguments, str) else json.dumps(arguments)))
-        start = text.find("{", end)
     return calls
 
 

