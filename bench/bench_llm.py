@@ -187,7 +187,8 @@ def tool_interface(name: str, games: list[dict], graph: WorkerGraph, args) -> No
         for way, options in TOOL_WAYS.items():
             settings = LlmAgent.configure(**llm, **options, base_url=server.base_url, concurrency=1)
             rows, seconds = timed_play(LlmAgent(graph, settings, {}), games, graph, args, "llm", name)
-            print(f"{name}, llm {way}, native engine: {per_minute(rows, seconds)}; {tool_calls(rows)}")
+            calls = f"; {tool_calls(rows)}" if options else ""
+            print(f"{name}, llm {way}, native engine: {per_minute(rows, seconds)}{calls}")
 
 
 def tool_calls(rows: list[dict]) -> str:

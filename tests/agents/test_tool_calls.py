@@ -162,6 +162,16 @@ def test_calls_in_text_count_when_asked(tmp_path):
     assert asked[-1]["messages"][3]["content"].startswith('You are on the page "P1".')
 
 
+def test_the_reasoning_budget_goes_to_the_server(tmp_path):
+    g = WorkerGraph.from_directory(small_graph(tmp_path, ["P0", "Target good"], [(0, 1)]))
+    with FaultyServer() as server:
+        play(
+            agent(g, server.url, reasoning_budget=64), g, [{"game_id": 0, "source": 0, "target": 1, "optimal_steps": 1}]
+        )
+        [request] = server.requests
+    assert request["reasoning_budget_tokens"] == 64  # llama.cpp's per-request field
+
+
 def test_options_are_checked():
     with pytest.raises(ConfigError, match="interface"):
         LlmOptions(interface="xml").validate()
