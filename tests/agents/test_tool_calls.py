@@ -73,7 +73,7 @@ def test_each_invalid_call_is_counted_and_ends_the_game_at_the_limit(graph):
         "several": tool_calls.MULTIPLE,
     }
     for behaviour, reason in reasons.items():
-        assert rows[behaviour]["detail"].startswith("3 on page invalid calls; last: " + reason), rows[behaviour]
+        assert rows[behaviour]["detail"].startswith("3 invalid calls on this page; last: " + reason), rows[behaviour]
         assert rows[behaviour]["queries"] == 3
     assert rows["oncebad"]["queries"] == 2 and rows["oncebad"]["steps"] == 1
     # the server's thinking and its prefix cache counted apart
@@ -160,6 +160,15 @@ def test_calls_in_text_count_when_asked(tmp_path):
     # no call id names the result: the next page comes as a user message
     assert [m["role"] for m in asked[-1]["messages"]] == ["system", "user", "assistant", "user"]
     assert asked[-1]["messages"][3]["content"].startswith('You are on the page "P1".')
+
+
+def test_the_games_limit_of_invalid_calls(tmp_path):
+    g = WorkerGraph.from_directory(small_graph(tmp_path, ["P0", "Target garbage"], [(0, 1)]))
+    game = {"game_id": 0, "source": 0, "target": 1, "optimal_steps": 1}
+    with FaultyServer() as server:
+        rows = play(agent(g, server.url, invalid_per_page=5, invalid_per_game=2), g, [game])
+    assert rows["garbage"]["outcome"] == INVALID_CALLS and rows["garbage"]["invalid_calls"] == 3
+    assert rows["garbage"]["detail"].startswith("3 invalid calls in the game; last: tool_call_required")
 
 
 def test_the_reasoning_budget_goes_to_the_server(tmp_path):

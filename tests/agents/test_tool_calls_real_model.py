@@ -56,7 +56,7 @@ def test_tool_calls_through_the_play_job_and_the_report(
                 if p["queries"] > 1:  # the game's conversation grows: its prefix is read from the server's cache
                     assert 0 < p["cached_tokens"] < p["prompt_tokens"]
                 if p["outcome"] == "invalid_calls":
-                    assert p["invalid_calls"] == 3 and "invalid calls; last: " in p["detail"]
+                    assert p["invalid_calls"] == 3 and p["detail"].startswith("3 invalid calls on this page; last: ")
             rows[(name, way)] = plays
             with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
                 run = MlflowClient().get_run(json.load(f)["mlflow_run_id"])

@@ -415,10 +415,14 @@ class LlmAgent(Agent):
             tally.invalid += 1
             ids = [i for i, _, _ in calls if i]
             game.messages += tool_calls.invalid(call, titles_of[r.current], ids, back is not None)
-            if on_page > self.opts.invalid_per_page or game.invalid > self.opts.invalid_per_game:
-                where = f"{on_page} on page" if on_page > self.opts.invalid_per_page else f"{game.invalid} in game"
-                detail = f"{where} invalid calls; last: {call.reason}: {call.detail}"
-                return tally.ended(None, INVALID_CALLS, detail[:500])
+            if on_page > self.opts.invalid_per_page:
+                count, where = on_page, "on this page"
+            elif game.invalid > self.opts.invalid_per_game:
+                count, where = game.invalid, "in the game"
+            else:
+                continue
+            detail = f"{count} invalid calls {where}; last: {call.reason}: {call.detail}"
+            return tally.ended(None, INVALID_CALLS, detail[:500])
 
 
 @dataclass
