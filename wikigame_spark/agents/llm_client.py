@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import openai
 
+from wikigame_spark.agents.prompts import split_thinking
+
 log = logging.getLogger(__name__)
 
 
@@ -83,17 +85,6 @@ class Reply:
     def from_json(cls, data: dict) -> Reply:
         calls = tuple(ToolCall(**c) for c in data.pop("tool_calls", ()))
         return cls(**data, tool_calls=calls)
-
-
-_THINK = re.compile(r"<think>(.*?)</think>\s*", re.S | re.I)
-
-
-def _split_thinking(text: str | None) -> tuple[str | None, str | None]:
-    """(answer, thinking): ``<think>…</think>`` blocks cut from a reply's text."""
-    if not text or "<think>" not in text.lower():
-        return text, None
-    thoughts = _THINK.findall(text)
-    return _THINK.sub("", text), "\n".join(thoughts) if thoughts else None
 
 
 def _usage(response, text: str | None, reasoning: str | None) -> dict:
@@ -193,7 +184,7 @@ class ChatClient:
         )
         choices = getattr(response, "choices", None) or []
         message = choices[0].message if choices else None
-        text, reasoning = _split_thinking(message.content if message else None)
+        text, reasoning = split_thinking(message.content if message else None)
         reasoning = getattr(message, "reasoning_content", None) or reasoning
         calls = tuple(
             ToolCall(c.id or f"call_{i}", c.function.name or "", c.function.arguments or "")

@@ -121,7 +121,7 @@ class Parsed:
     title: str = ""
 
 
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_THINK = re.compile(r"<think>(.*?)</think>\s*", re.S | re.I)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
 
@@ -139,6 +139,14 @@ def json_objects(text: str) -> Iterator[dict]:
         start = text.find("{", end)
 
 
+def split_thinking(text: str | None) -> tuple[str | None, str | None]:
+    """(answer, thinking): a reply's ``<think>…</think>`` blocks cut from its text."""
+    if not text or "<think>" not in text.lower():
+        return text, None
+    thoughts = _THINK.findall(text)
+    return _THINK.sub("", text), "\n".join(thoughts) if thoughts else None
+
+
 def _json_object(text: str) -> dict | None:
     """The first JSON object in the text (bare, fenced, or embedded in prose), or None."""
     for candidate in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
@@ -151,7 +159,7 @@ def parse_reply(reply: str | None, shown: set[str], reasoning: bool = False) -> 
     """Classify a reply: an answer among the titles shown, or which follow-up it needs."""
     if reply is None or not reply.strip() or reply.strip().lower() == "null":
         return Parsed(BLANK_REPLY)
-    text = _THINK.sub("", reply)
+    text, _ = split_thinking(reply)
     if reasoning:
         answers = _ANSWER.findall(text)
         if not answers:

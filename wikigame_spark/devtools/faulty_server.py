@@ -71,12 +71,17 @@ class FaultyServer:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def _tool_reply(self, body: dict) -> tuple[int, dict | None, dict]:
-        """A tool-interface request: (status, message, extra usage)."""
-        target, links = _tool_page(body["messages"])
+    def _count(self, body: dict, target: str) -> int:
+        """Record the request; how many the target's games have asked so far."""
         with self._lock:
             self.requests.append(body)
             n = self.calls[target] = self.calls.get(target, 0) + 1
+        return n
+
+    def _tool_reply(self, body: dict) -> tuple[int, dict | None, dict]:
+        """A tool-interface request: (status, message, extra usage)."""
+        target, links = _tool_page(body["messages"])
+        n = self._count(body, target)
         good = _call("click_link", json.dumps({"title": target if target in links else links[0]}))
         kind = target.split()[-1].lower() if target else "good"
         calls = {
@@ -108,9 +113,7 @@ class FaultyServer:
         time.sleep(self.latency)
         messages = body["messages"]
         target = _target(messages)
-        with self._lock:
-            self.requests.append(body)
-            n = self.calls[target] = self.calls.get(target, 0) + 1
+        n = self._count(body, target)
         good = json.dumps({"title": target if target in _titles(messages) else _titles(messages)[0], "reason": "ok"})
         kind = target.split()[-1].lower() if target else "good"
         if kind == "500":

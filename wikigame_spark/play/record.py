@@ -137,10 +137,11 @@ def usage_metrics(plays: pd.DataFrame) -> dict:
     requests (an agent without a model has no tokens to count, rather than zero of them); the price
     per game and in all, when every game has one."""
     price = plays[PRICE]
-    priced = {PRICE_PER_GAME: float(price.mean()), PRICE_TOTAL: float(price.sum())} if price.notna().all() else {}
+    priced = len(plays) and price.notna().all()
+    priced = {PRICE_PER_GAME: float(price.mean()), PRICE_TOTAL: float(price.sum())} if priced else {}
     queries = int(plays["queries"].sum())
     if not queries:
-        return priced if len(plays) else {}
+        return priced
     return {
         PROMPT_TOKENS_TOTAL: int(plays["prompt_tokens"].sum()),
         CACHED_TOKENS_TOTAL: int(plays["cached_tokens"].sum()),
