@@ -90,7 +90,8 @@ def read_prices(text: str, source: str) -> dict:
             raise ConfigError(f"{where}: give input, cached_input and output (USD per million tokens), or cores")
         given = [k for k in TOKEN_KEYS if k in entry]
         if given and len(given) != len(TOKEN_KEYS):
-            raise ConfigError(f"{where}: give all of {', '.join(TOKEN_KEYS)} (missing {set(TOKEN_KEYS) - set(given)})")
+            missing = ", ".join(k for k in TOKEN_KEYS if k not in given)
+            raise ConfigError(f"{where}: give all of {', '.join(TOKEN_KEYS)} (missing {missing})")
         for key, value in entry.items():
             _number(value, f"{where}.{key}")
         if "cores" in entry and entry["cores"] <= 0:
