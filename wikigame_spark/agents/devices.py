@@ -3,7 +3,7 @@
 On a cluster with GPU executors (``spark.executor.resource.gpu.amount``,
 ``spark.task.resource.gpu.amount``; docs/cluster.md) Spark gives each task the addresses of its
 GPUs, and the task's model runs on the first of them. Without an assignment (local mode, CPU
-clusters) it runs on the CPU, as does a task whose GPU torch cannot see.
+clusters) it runs on the CPU, as does a task whose GPU torch cannot see, or whose Python has no torch.
 """
 
 from __future__ import annotations
@@ -47,8 +47,11 @@ def choose(gpus: tuple[str, ...]) -> Device:
     """The first assigned GPU when torch sees CUDA, with a batch from its memory; else the CPU."""
     if not gpus:
         return Device(CPU, gpus, CPU_BATCH)
-    import torch
-
+    try:
+        import torch
+    except ImportError:  # a lean environment (make pack's default): no torch, so no GPU
+        log.warning("GPU %s assigned by Spark, but this Python has no torch: the model runs on the CPU", gpus[0])
+        return Device(CPU, gpus, CPU_BATCH)
     if not torch.cuda.is_available():
         log.warning("GPU %s assigned by Spark, but torch finds no CUDA device: the model runs on the CPU", gpus[0])
         return Device(CPU, gpus, CPU_BATCH)

@@ -25,15 +25,7 @@ from wikigame_spark.agents.base import (
     register_agent,
 )
 from wikigame_spark.agents.embedding_cache import cache_cost, cpu_s_per_text, ensure_embeddings, load_matrix
-from wikigame_spark.agents.encoders import (
-    BACKENDS,
-    DEFAULT,
-    TORCH,
-    Runtime,
-    check_executors_embed,
-    load_encoder,
-    missing_packages,
-)
+from wikigame_spark.agents.encoders import BACKENDS, DEFAULT, TORCH, Runtime, load_encoder, missing_packages, prepare
 from wikigame_spark.agents.options import AgentOptions, option
 from wikigame_spark.agents.sentence_models import DEFAULT_MODEL, check_model, model_digest, prompt_names
 from wikigame_spark.config import ConfigError
@@ -55,9 +47,10 @@ class EmbeddingOptions(AgentOptions):
 
     def validate(self) -> None:
         missing = missing_packages(self.runtime)
+        extra = "embedding-torch" if self.backend == TORCH else "embedding"
         if missing:
             raise ConfigError(
-                f"--backend {self.backend} needs {', '.join(missing)}: pip install 'wikigame-spark[embedding-runtimes]'"
+                f"--backend {self.backend} needs {', '.join(missing)}: pip install 'wikigame-spark[{extra}]'"
             )
 
     @property
@@ -85,7 +78,7 @@ class EmbeddingAgent(Agent):
         query, document = prompt_names(model)
         resources = {"query_prompt": query, "document_prompt": document}
         if settings.options.reencode:
-            check_executors_embed(spark, settings.options.runtime)
+            resources["runtime"], resources["export"] = prepare(spark, model, settings.options.runtime)
             return resources
         cache_dir = settings.cache_dir or graph.cache_dir
         runtime = settings.options.runtime
@@ -107,7 +100,7 @@ class EmbeddingAgent(Agent):
         self.model_name = self.model_of(settings)
         self.texts = graph.titles if settings.use_titles else graph.summaries
         if self.opts.reencode:
-            self.encoder = load_encoder(self.model_name, self.opts.runtime)
+            self.encoder = load_encoder(self.model_name, resources["runtime"], export=resources["export"])
         else:
             self.targets = load_matrix(resources["targets"], graph.num_nodes)
             self.links = (

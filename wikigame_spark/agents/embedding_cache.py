@@ -24,7 +24,7 @@ from pyspark.sql.types import ArrayType, FloatType, LongType, StructField, Struc
 
 from wikigame_spark import layout, manifests, outputs, parquet, progress, storage
 from wikigame_spark.agents.devices import task_device
-from wikigame_spark.agents.encoders import DEFAULT, Runtime, check_executors_embed, load_encoder, runtime_for
+from wikigame_spark.agents.encoders import DEFAULT, Runtime, load_encoder, prepare, runtime_for
 from wikigame_spark.agents.sentence_models import model_slug
 from wikigame_spark.full_size import ENWIKI_CORE_HOURS, SUMMARY_CHARS, WIKIPEDIA
 from wikigame_spark.graph import mapped
@@ -77,18 +77,19 @@ def embed_nodes(
     model: str,
     text_col: str,
     prompt_name: str | None,
-    runtime: Runtime = DEFAULT,
+    runtime: Runtime,
+    export: str | None,
     cost: EncodingCost | None = None,
 ) -> DataFrame:
     """``(id, vector)`` for every node, the text taken from ``text_col``, each task's texts on
-    the GPU Spark assigned it (with torch), else on the CPU with ``runtime``
-    (:mod:`wikigame_spark.agents.devices`, :mod:`wikigame_spark.agents.encoders`); what encoding
-    cost added to ``cost``."""
+    the GPU Spark assigned it (with torch), else on the CPU with ``runtime`` from its ``export``
+    (as :func:`~wikigame_spark.agents.encoders.prepare` gave them; :mod:`wikigame_spark.agents.devices`);
+    what encoding cost added to ``cost``."""
     require_columns(nodes, [ID, text_col], "embed_nodes(nodes)")
 
     def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         device = task_device()
-        encoder = load_encoder(model, runtime, device.torch)
+        encoder = load_encoder(model, runtime, device.torch, export)
         log.info("embedding %s with %s (%s) on %s", text_col, model, encoder.runtime.backend, device.describe())
         for pdf in batches:
             texts = pdf[text_col].fillna("").tolist()
@@ -126,7 +127,7 @@ def ensure_embeddings(
     cache = storage.folder(path, spark)
     if outputs.current_cache(cache, created):
         return mapped.ensure_matrix(spark, path)
-    check_executors_embed(spark, runtime)
+    runtime, export = prepare(spark, model, runtime)
     nodes = parquet.read_table(spark, graph.folder.sub(NODES_TABLE), NODES)
     count = graph.identity()["nodes"] or nodes.count()
     cores = max(spark.sparkContext.defaultParallelism, 1)
@@ -134,7 +135,7 @@ def ensure_embeddings(
     # files few (each worker loads the model once, whatever its number of tasks).
     n_parts = max(cores, min(math.ceil(count / TEXTS_PER_TASK), TASKS_PER_CORE * cores))
     cost = EncodingCost.start(spark)
-    vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name, runtime, cost)
+    vectors = embed_nodes(nodes.repartition(n_parts, ID), model, text_col, prompt_name, runtime, export, cost)
     manifest = {
         "kind": "embeddings",
         "graph": graph.path,
