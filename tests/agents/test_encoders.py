@@ -43,7 +43,9 @@ def texts(ltg_graph):
     summaries = pq.read_table(f"{ltg_graph}/nodes", columns=["summary"]).column("summary").to_pylist()
     folder = os.path.join(DATA, "wikispeedia", "plaintext_articles")
     articles = sorted(os.listdir(folder))[::400]  # English articles cut at four lengths
-    english = [open(os.path.join(folder, a), encoding="utf-8").read()[:n] for a, n in zip(articles, [3000, 700, 60, 5] * 4)]
+    english = [
+        open(os.path.join(folder, a), encoding="utf-8").read()[:n] for a, n in zip(articles, [3000, 700, 60, 5] * 4)
+    ]
     # real ones of every length, an empty one, whitespace around one
     return [s for s in summaries if s][:30] + english + ["", "Daugava", "  Rēzekne \t"]
 

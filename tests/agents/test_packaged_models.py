@@ -15,7 +15,16 @@ import pytest
 
 from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.agents import sentence_models as sm
-from wikigame_spark.agents.encoders import DEFAULT, ENGINE, REFERENCE, STATIC, Runtime, load_encoder, local_encoder, runtime_for
+from wikigame_spark.agents.encoders import (
+    DEFAULT,
+    ENGINE,
+    REFERENCE,
+    STATIC,
+    Runtime,
+    load_encoder,
+    local_encoder,
+    runtime_for,
+)
 from wikigame_spark.devtools import DATA, embedding_models
 from wikigame_spark.devtools.embedding_models import wheel_path
 from wikigame_spark.devtools.games import write_games

@@ -56,7 +56,9 @@ def torchless(tmp_path_factory) -> tuple[str, str]:
     (root / "marks").mkdir()
     (root / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
     python = root / "python"
-    python.write_text(f'#!/bin/sh\nPYTHONPATH="{root / "site"}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} "$@"\n')
+    python.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{root / "site"}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} "$@"\n'
+    )
     python.chmod(0o755)
     return str(python), str(root / "marks")
 

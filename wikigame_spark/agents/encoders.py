@@ -147,7 +147,9 @@ def exported(model: str, runtime: Runtime) -> str:
     )
     if runtime == Runtime(ONNX):
         return onnx
-    return publish_once(f"{base}-{runtime.name}", lambda dest: exports.derive(onnx, dest, runtime.backend, runtime.int8))
+    return publish_once(
+        f"{base}-{runtime.name}", lambda dest: exports.derive(onnx, dest, runtime.backend, runtime.int8)
+    )
 
 
 def exports_root() -> str:

@@ -56,7 +56,13 @@ def _kinds(st) -> list[str]:
 
 def _config(st, model: str, digest: str, **fields) -> dict:
     prompts = {k: v for k, v in (st.prompts or {}).items() if v}
-    return {"model": model, "model_digest": digest, "dimensions": st.get_embedding_dimension(), "prompts": prompts, **fields}
+    return {
+        "model": model,
+        "model_digest": digest,
+        "dimensions": st.get_embedding_dimension(),
+        "prompts": prompts,
+        **fields,
+    }
 
 
 def _write_config(dest: str, config: dict) -> None:
@@ -95,7 +101,9 @@ def _wrapper(st):
 def export_static(st, model: str, digest: str, dest: str) -> None:
     """``vectors.npy`` and the tokenizer of a model that averages token or word vectors."""
     first, *rest = list(st)
-    if not set(_kinds(st)[1:]) <= _STATIC_TAIL or any(getattr(m, "pooling_mode_mean_tokens", True) is False for m in rest):
+    if not set(_kinds(st)[1:]) <= _STATIC_TAIL or any(
+        getattr(m, "pooling_mode_mean_tokens", True) is False for m in rest
+    ):
         raise ValueError(f"{model}: modules {_kinds(st)} are not a static model's vectors averaged")
     if type(first).__name__ == "StaticEmbedding":
         vectors = first.embedding.weight.detach().numpy()

@@ -36,7 +36,11 @@ ONNX_FILE, OPENVINO_FILE, VECTORS_FILE, TOKENIZER_FILE, WORDS_FILE = (
 # a MiniLM process held 2.6 GB, at 16 1.5 GB (torch: 1.3 GB at 64), for the same CPU time.
 EXPORTED_BATCH = 16
 # the modules each kind of export runs on, beside numpy (what the executors must import)
-RUNTIME_MODULES = {"onnx": ("onnxruntime", "tokenizers"), "openvino": ("openvino", "tokenizers"), TOKENS: ("tokenizers",)}
+RUNTIME_MODULES = {
+    "onnx": ("onnxruntime", "tokenizers"),
+    "openvino": ("openvino", "tokenizers"),
+    TOKENS: ("tokenizers",),
+}
 
 
 def read_config(folder: str) -> dict:
