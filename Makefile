@@ -57,18 +57,17 @@ wheel: $(VENV)/.installed
 		echo "$(DATABRICKS_VOLUME)/$$whl[$$extra]" > dist/requirements-$$extra.txt; done; \
 	echo "dist/$$whl"; echo "dist/requirements.txt, dist/requirements-{embedding,embedding-torch}.txt → $(DATABRICKS_VOLUME)"
 
-# The jobs' runtime environment for a cluster's executors, one relocatable archive
-# (docs/cluster.md#a-packed-environment): the wheel and its runtime dependencies with PACK_EXTRAS
-# (the embedding agent's stack and its bundled MiniLM; none: the other agents only), in a venv of
-# PACK_PYTHON (the nodes' Python version) packed by venv-pack into dist/wikigame-env.tar.gz, without
-# PySpark (the cluster's own); PACK_PYTHON_PREFIX: where the nodes have that Python, if not where
-# PACK_PYTHON is here. Kept while the wheel's contents and these settings are unchanged.
+# The jobs' runtime environment for a cluster's executors, one PEX file that runs on the nodes' own
+# Python (docs/cluster.md#a-packed-environment): the wheel and its runtime dependencies with PACK_EXTRAS
+# (embedding: the embedding agent's inference runtimes, no torch; embedding-torch: with torch, for
+# GPU executors; none: the other agents only), for PACK_PYTHON's version (the nodes'), without
+# PySpark (the cluster's own), into dist/wikigame-env.pex. Kept while the wheel's contents and these
+# settings are unchanged.
 PACK_EXTRAS ?= embedding
 PACK_PYTHON ?= python3
-PACK_PYTHON_PREFIX ?=
 pack: wheel
 	@bash conf/pack_env.sh $(PY) dist/wikigame_spark-$$($(PY) -c 'import wikigame_spark; print(wikigame_spark.__version__)')-py3-none-any.whl \
-	  "$(PACK_EXTRAS)" "$(PACK_PYTHON)" "$(PACK_PYTHON_PREFIX)" dist/wikigame-env.tar.gz
+	  "$(PACK_EXTRAS)" "$(PACK_PYTHON)" dist/wikigame-env.pex
 
 # JVM side: Java 17+ for Spark 4, and the jars of conf/maven/pom.xml (hadoop-aws + AWS SDK matched to
 # pyspark's Hadoop, GraphFrames) from Maven Central into jars/. Where Central does not serve GraphFrames'

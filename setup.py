@@ -81,7 +81,7 @@ setup(
             "moto[server]>=5",
             "selenium>=4.20",  # drives Debian's headless Chromium in tests/human
             "networkx>=3",  # the independent search the tests check every optimal move against
-            "venv-pack>=0.2",  # make pack: the executors' environment as one archive
+            "pex>=2.60",  # make pack: the executors' environment as one file
             "databricks-bundles>=1.22",  # the bundle's job checked against Databricks' own models
         ],
     },

@@ -23,6 +23,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _runs_the_build_python(folder: str) -> bool:
+    """Whether ``folder``'s pythonX.Y (a pyenv shim, a link) runs the interpreter the venv was made from."""
+    python = os.path.join(folder, f"python{sys.version_info.major}.{sys.version_info.minor}")
+    if not os.access(python, os.X_OK):
+        return False
+    ran = subprocess.run([python, "-c", "import sys; print(sys.base_prefix)"], capture_output=True, text=True)
+    return ran.stdout.strip() == sys.base_prefix
+
+
 class StandaloneCluster:
     """Master + ``workers`` worker processes; ``url`` is the ``spark://`` master address.
 
@@ -46,13 +55,15 @@ class StandaloneCluster:
 
     def _env(self) -> dict[str, str]:
         """The daemons' environment. ``bare``: as on a node that has none of the project's Python:
-        no venv on PATH, no Python or PySpark settings of the driver's; only what the application
+        no venv on PATH, nor the interpreter the venv was made from (its Python is the node's own, at
+        another path), no Python or PySpark settings of the driver's; only what the application
         itself ships reaches its executors."""
         env = dict(os.environ)
         if self.bare:
             ours = ("PYSPARK_", "PYTHON", "VIRTUAL_ENV", "WIKIGAME_", "MLFLOW_", "HF_", "SPARK_CONF_DIR")
             env = {k: v for k, v in env.items() if not k.startswith(ours)}
-            env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != VENV_BIN)
+            path = env.get("PATH", "").split(os.pathsep)
+            env["PATH"] = os.pathsep.join(p for p in path if p != VENV_BIN and not _runs_the_build_python(p))
             env["SPARK_HOME"] = SPARK_HOME  # the node's Spark install, found without the venv's Python
         return env
 

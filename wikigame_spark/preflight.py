@@ -14,6 +14,7 @@ local path is not probed twice.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import sqlite3
@@ -338,11 +339,13 @@ def check_tracking(uri: str | None = None) -> None:
             raise PreflightError(f"MLFLOW_TRACKING_URI={uri}: cannot write under {parent}: {e.strerror or e}") from e
 
 
+log = logging.getLogger(__name__)
+
 # What every job's Python workers import (pandas UDFs, Arrow batches, the library's own stages).
 EXECUTOR_MODULES = ("wikigame_spark", "pyarrow", "pandas", "numpy")
 PACKED_ENVIRONMENT = (
-    "ship the packed environment: spark-submit --archives wikigame-env.tar.gz#environment "
-    "--conf spark.pyspark.python=./environment/bin/python (make pack; docs/cluster.md#a-packed-environment)"
+    "ship the packed environment: spark-submit --files wikigame-env.pex "
+    "--conf spark.pyspark.python=./wikigame-env.pex (make pack; docs/cluster.md#a-packed-environment)"
 )
 # A Python worker that could not start (PySpark's worker daemon, or the module it runs, missing)
 _NO_MODULE = re.compile(r"Error from python worker:\s+(\S+?): [^\n]*?No module named '([\w.]+)'")
@@ -382,7 +385,7 @@ def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
             worker, driver = mismatch.groups()
             raise PreflightError(
                 f"the executors' Python ({python}) is {worker}, the driver's {driver}: "
-                f"the archive's Python must be the driver's version; {PACKED_ENVIRONMENT}"
+                f"the packed environment's Python must be the driver's version; {PACKED_ENVIRONMENT}"
             ) from e
         raise
     missing = sorted({m for _, _, lacking in answers for m in lacking})
@@ -390,6 +393,7 @@ def check_executors(spark, modules: tuple[str, ...] = EXECUTOR_MODULES) -> None:
         where = ", ".join(sorted({f"{exe} {version}" for exe, version, lacking in answers if lacking}))
         lacking = ", ".join(missing)
         raise PreflightError(f"the executors' Python ({where}) has no module {lacking}: {PACKED_ENVIRONMENT}")
+    log.info("the executors' Python: %s", ", ".join(sorted({f"{exe} {version}" for exe, version, _ in answers})))
 
 
 def _probe(modules: tuple[str, ...]):

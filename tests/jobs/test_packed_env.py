@@ -1,15 +1,16 @@
 """The packed environment as a cluster runs it (docs/cluster.md#a-packed-environment).
 
-``make pack`` builds the archive; a standalone cluster's worker starts as on a node that has none
-of the project's Python (no venv on its PATH, no Python or PySpark settings of the driver's), and
-its executors run the archive's Python: the real Latgalian chain build_wikipedia → graph_stats →
-sample_games → play_games (embedding, TF-IDF) → report, submitted by ``spark-submit --archives``
-from a folder outside the repository, equals the same chain in local mode. Without the archive the
-same submission is refused with one ``error:`` line naming the missing module and the fix.
+``make pack`` builds the PEX file (no torch); a standalone cluster's worker starts as on a node that
+has none of the project's Python (no venv on its PATH, nor the interpreter the venv was made from, no
+Python or PySpark settings of the driver's), and its executors run the PEX on the node's own Python,
+Debian's python3.11 at another path than the build's: the real Latgalian chain build_wikipedia →
+graph_stats → sample_games → play_games (embedding on OpenVINO, TF-IDF) → report, submitted by
+``spark-submit --files`` from a folder outside the repository, equals the same chain in local mode,
+every route included. Without the PEX the same submission is refused with one ``error:`` line naming
+the missing module and the fix.
 
-The archive holds torch and its CUDA libraries (3.4 GB): building it takes about 5 minutes once
-(``make pack`` keeps it while the wheel is unchanged), and each application unpacks it on its
-driver and on its executor (6 GB each, dropped when the application has ended).
+``make pack`` keeps the file while the wheel is unchanged; pex unpacks it once per node (its
+PEX_ROOT), not once per application.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+import zipfile
 
 import pyarrow.parquet as pq
 import pytest
@@ -28,19 +30,13 @@ from tests.jobs.end_to_end import _plays
 from tests.jobs.jobrun import job_env, run_job
 from tests.standalone import StandaloneCluster
 
-# six applications, each unpacking the archive on the driver and the executor: about 25 minutes
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(2700)]
 
-ARCHIVE = os.path.join(ROOT, "dist", "wikigame-env.tar.gz")
-ENVIRONMENT = ["--archives", f"{ARCHIVE}#environment", "--conf", "spark.pyspark.python=./environment/bin/python"]
+PEX = os.path.join(ROOT, "dist", "wikigame-env.pex")
+ENVIRONMENT = ["--files", PEX, "--conf", "spark.pyspark.python=./wikigame-env.pex"]
 PLAYERS = ("embedding", "tfidf")
-
-
-def bare_python() -> str:
-    """The interpreter the venv was made from: a Python without any of the project's packages."""
-    with open(os.path.join(sys.prefix, "pyvenv.cfg"), encoding="utf-8") as f:
-        home = next(line.split("=", 1)[1].strip() for line in f if line.split("=")[0].strip() == "home")
-    return os.path.join(home, f"python{sys.version_info.major}.{sys.version_info.minor}")
+# the nodes' own Python: Debian's, not the interpreter the venv was made from
+NODE_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def chain(base: str) -> list[tuple[str, list[str]]]:
@@ -114,8 +110,13 @@ def test_jobs_run_with_the_packed_environment_on_executors_that_have_nothing(tmp
     pack = ["make", "--no-print-directory", "-C", ROOT, "-o", ".venv/.installed", "pack"]
     made = subprocess.run(pack, capture_output=True, text=True)
     assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
-    assert made.stdout.rstrip().splitlines()[-1].startswith("dist/wikigame-env.tar.gz: "), made.stdout[-1000:]
-    bare = bare_python()
+    assert made.stdout.rstrip().splitlines()[-1].startswith("dist/wikigame-env.pex: "), made.stdout[-1000:]
+    with zipfile.ZipFile(PEX) as pex:
+        packed = {n.split("/")[1].split("-")[0].lower() for n in pex.namelist() if n.startswith(".deps/")}
+    assert {"wikigame_spark", "openvino", "tokenizers"} <= packed and not packed & {"torch", "pyspark"}, packed
+    assert os.path.getsize(PEX) < 400e6
+    bare = NODE_PYTHON
+    assert os.path.realpath(bare) != os.path.realpath(sys.executable)
     lacking = subprocess.run([bare, "-c", "import pandas"], capture_output=True, text=True)
     assert lacking.returncode == 1 and "No module named 'pandas'" in lacking.stderr
 
@@ -136,7 +137,7 @@ def test_jobs_run_with_the_packed_environment_on_executors_that_have_nothing(tmp
         last = refused.stdout.rstrip().splitlines()[-1]
         assert refused.returncode == 2, refused.stdout[-3000:]
         assert last.startswith(f"error: the executors' Python ({bare}") and "has no module" in last, last
-        assert "--archives wikigame-env.tar.gz#environment" in last and "make pack" in last, last
+        assert "--files wikigame-env.pex" in last and "make pack" in last, last
         assert "Traceback" not in refused.stdout + refused.stderr
         # the same with the archive's Python named but the archive not shipped
         unshipped = submit(cluster, *build, env, str(user), *ENVIRONMENT[2:])
@@ -145,7 +146,7 @@ def test_jobs_run_with_the_packed_environment_on_executors_that_have_nothing(tmp
             unshipped.stdout.rstrip()
             .splitlines()[-1]
             .startswith(
-                "error: the executors cannot start their Python ./environment/bin/python (No such file or directory)"
+                "error: the executors cannot start their Python ./wikigame-env.pex (No such file or directory)"
             )
         )
 
@@ -157,6 +158,8 @@ def test_jobs_run_with_the_packed_environment_on_executors_that_have_nothing(tmp
             assert done.returncode == 0, f"{job}: exit {done.returncode}\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
             assert done.stdout.rstrip().splitlines()[-1].startswith(f"{job}: wrote "), done.stdout[-2000:]
             assert "Traceback" not in done.stdout + done.stderr, f"{job}: {done.stdout[-3000:]}"
+            if job == "play_games":  # the node's own Python runs the PEX
+                assert f"the executors' Python: {NODE_PYTHON} " in done.stderr + done.stdout, done.stderr[-3000:]
 
     expected, found = outputs(local), outputs(shipped)
     for key, value in expected.items():

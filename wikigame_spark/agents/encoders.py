@@ -15,6 +15,7 @@ import functools
 import importlib.util
 import logging
 import os
+import shutil
 import threading
 import warnings
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from wikigame_spark.agents.sentence_models import (
     model_digest,
     model_slug,
     own_engine,
+    publish_file,
     publish_once,
 )
 from wikigame_spark.config import ConfigError
@@ -167,11 +169,12 @@ _shipped: set[tuple[str, str]] = set()
 def prepare(spark, model: str, runtime: Runtime) -> tuple[Runtime, str | None]:
     """On the driver: the runtime ``model`` embeds on and its export folder (None for torch and an
     engine of its own), made here if it is not yet, shipped to a cluster's executors with the
-    application (``SparkContext.addFile``), and the executors checked to import what runs it."""
+    application (``SparkContext.addArchive`` of the folder as a zip file, made once beside it), and the
+    executors checked to import what runs it."""
     runtime, folder = _resolved(model, runtime)
     sc = spark.sparkContext
     if folder is not None and not sc.master.startswith("local") and (sc.applicationId, folder) not in _shipped:
-        sc.addFile(folder, recursive=True)
+        sc.addArchive(publish_file(f"{folder}.zip", lambda tmp: shutil.make_archive(tmp, "zip", folder)))
         _shipped.add((sc.applicationId, folder))
     check_executors(spark, (*EXECUTOR_MODULES, *executor_modules(runtime)))
     return runtime, folder
@@ -184,7 +187,7 @@ def located(folder: str) -> str:
 
     if TaskContext.get() is None:  # not in a Spark task: the driver's own process
         return folder
-    shipped = SparkFiles.get(os.path.basename(folder))
+    shipped = SparkFiles.get(f"{os.path.basename(folder)}.zip")  # an archive unpacks into a folder of its name
     return shipped if os.path.isdir(shipped) else folder
 
 

