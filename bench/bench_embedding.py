@@ -2,7 +2,7 @@
 Runtime and OpenVINO, each in float32 and with int8 weights (``--backend``, ``--int8``).
 
     python bench/bench_embedding.py [--model all-MiniLM-L6-v2] [--texts 300] [--games 300]
-        [--only speed|agreement|models] [--out out/bench/embedding]
+        [--only speed|agreement|models|torch-free] [--out out/bench/embedding]
 
 - **Speed**: sentences per CPU-second of 1,000-character summaries cut from the real Latgalian
   text (at MiniLM's 256-token cap), each runtime in a process of its own on one thread, batches
@@ -16,6 +16,11 @@ Runtime and OpenVINO, each in float32 and with int8 weights (``--backend``, ``--
 - **Models** (``--only models``): every model installed offline (MiniLM, all-mpnet-base-v2, the
   averaged GloVe, potion-base-8M) on the default runtime, timed as above: sentences per CPU-second
   and the ratio to MiniLM's.
+- **Torch-free** (``--only torch-free``): the default runtime as executors of ``make pack`` run it,
+  in a Python that cannot import torch (:mod:`wikigame_spark.devtools.torchless`: tokens by
+  ``tokenizers``), against the same OpenVINO model fed by sentence-transformers' own tokenizer in a
+  Python with torch (the default's pipeline where torch is installed); ONNX Runtime and GloVe's
+  numpy average without torch beside torch's; timed as above.
 """
 
 from __future__ import annotations
@@ -46,38 +51,55 @@ def _runtime(name: str) -> Runtime:
 
 
 # --- speed, one runtime per process ----------------------------------------------------------------
+ST_TOKENS = "openvino-st-tokens"  # the OpenVINO model fed by sentence-transformers' tokenizer
+
+
 def step_speed(model: str, name: str, n_texts: int) -> dict:
     """Sentences per CPU-second on one thread (run in a process of its own)."""
-    import torch
-
     from bench.bench_scale import SUMMARY_CHARS, _sentences
-    from wikigame_spark.agents.encoders import exported, load_encoder, runtime_for
+    from wikigame_spark.agents.encoders import DEFAULT, exported, local_encoder, runtime_for
 
-    torch.set_num_threads(1)
     os.environ["OMP_NUM_THREADS"] = "1"
-    runtime = _runtime(name)
+    try:
+        import torch
+    except ImportError:  # a Python without torch (--only torch-free)
+        torch_here = False
+    else:
+        torch.set_num_threads(1)
+        torch_here = True
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core: the exported runtimes' threads
+    runtime = DEFAULT if name == ST_TOKENS else _runtime(name)
     text = _sentences().tobytes().decode("ascii")
     starts = np.random.default_rng(5).integers(0, len(text) - SUMMARY_CHARS, n_texts)
     texts = [text[s : s + SUMMARY_CHARS] for s in starts]
     t = time.perf_counter()
-    if runtime_for(model, runtime) == runtime and runtime.backend != "torch":
-        exported(model, runtime)
+    if runtime_for(model, runtime).backend != "torch":
+        exported(model, runtime_for(model, runtime))
     export_s = time.perf_counter() - t
-    encoder = load_encoder(model, runtime)
+    encoder = local_encoder(model, runtime)
+    if name == ST_TOKENS:
+        from wikigame_spark.agents.sentence_models import load_model
+
+        st, exported_model = load_model(model), encoder.exported
+        exported_model._features = lambda batch: {
+            k: v.numpy() for k, v in st.preprocess(batch).items() if k in exported_model.inputs
+        }
     encoder.encode(texts[:8], None, 8)  # warm: first-call allocations, kernel choice
     cpu, wall, done = time.process_time(), time.perf_counter(), 0
     while done == 0 or time.process_time() - cpu < 2.0:  # a static model's pass takes milliseconds
         encoder.encode(texts, None, 64)
         done += n_texts
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    return {"model": model, "runtime": encoder.runtime.name, "dimensions": encoder.dimensions,
+    label = name if name == ST_TOKENS else encoder.runtime.name
+    return {"model": model, "runtime": label, "torch": torch_here, "dimensions": encoder.dimensions,
             "texts": done, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
             "sentences_per_cpu_s": round(done / cpu, 2), "export_s": round(export_s, 1)}  # fmt: skip
 
 
-def timed(model: str, runtime: Runtime, n_texts: int) -> dict:
-    argv = [sys.executable, __file__, "--step", "speed", "--model", model, "--runtime", runtime.name]
-    done = subprocess.run([*argv, "--texts", str(n_texts)], capture_output=True, text=True, check=True)
+def timed(model: str, runtime: Runtime | str, n_texts: int, python: str = sys.executable) -> dict:
+    name = runtime if isinstance(runtime, str) else runtime.name
+    argv = [python, __file__, "--step", "speed", "--model", model, "--runtime", name, "--texts", str(n_texts)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, env=dict(os.environ, PYTHONPATH=ROOT))
     row = json.loads(done.stdout.strip().splitlines()[-1])
     print(json.dumps(row), flush=True)
     return row
@@ -85,6 +107,31 @@ def timed(model: str, runtime: Runtime, n_texts: int) -> dict:
 
 def speed(model: str, n_texts: int) -> list[dict]:
     return [timed(model, runtime, n_texts) for runtime in RUNTIMES]
+
+
+def torch_free(model: str, n_texts: int, out: str) -> list[dict]:
+    """The default runtime, ONNX Runtime and GloVe without torch, beside their pipelines with torch."""
+    from wikigame_spark.agents.encoders import DEFAULT
+    from wikigame_spark.agents.sentence_models import GLOVE
+    from wikigame_spark.devtools.torchless import torchless_python
+
+    lean = torchless_python(os.path.join(out, "torchless"))
+    onnx = Runtime("onnx")
+    runs = [(model, ST_TOKENS, sys.executable), (model, DEFAULT, sys.executable), (model, DEFAULT, lean)]
+    runs += [
+        (model, onnx, sys.executable),
+        (model, onnx, lean),
+        (GLOVE, REFERENCE, sys.executable),
+        (GLOVE, DEFAULT, lean),
+    ]
+    rows = [timed(m, runtime, n_texts, python) for m, runtime, python in runs]
+    base = rows[0]["sentences_per_cpu_s"]
+    print("| model | runtime | torch importable | sentences / CPU-s | × OpenVINO on sentence-transformers' tokens |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        ratio = f"{r['sentences_per_cpu_s'] / base:.2f}" if r["model"] == model else "–"
+        print(f"| {r['model']} | {r['runtime']} | {r['torch']} | {r['sentences_per_cpu_s']:,.1f} | {ratio} |")
+    return rows
 
 
 def models(n_texts: int) -> list[dict]:
@@ -184,7 +231,11 @@ def main() -> None:
     p.add_argument("--texts", type=int, default=300, help="texts timed per runtime")
     p.add_argument("--games", type=int, default=300, help="games per graph")
     p.add_argument("--out", default=OUT)
-    p.add_argument("--only", choices=("speed", "agreement", "models"), help="run one part; the other from its last run")
+    p.add_argument(
+        "--only",
+        choices=("speed", "agreement", "models", "torch-free"),
+        help="run one part; the other from its last run",
+    )
     p.add_argument("--step", choices=("speed",), help=argparse.SUPPRESS)
     p.add_argument("--runtime", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -192,6 +243,10 @@ def main() -> None:
         print(json.dumps(step_speed(a.model, a.runtime, a.texts)))
         return
     os.makedirs(a.out, exist_ok=True)
+    if a.only == "torch-free":
+        with open(os.path.join(a.out, "bench_embedding-torch-free.json"), "w") as f:
+            json.dump(torch_free(a.model, a.texts, a.out), f, indent=2)
+        return
     if a.only == "models":
         with open(os.path.join(a.out, "bench_embedding-models.json"), "w") as f:
             json.dump(models(a.texts), f, indent=2)

@@ -6,15 +6,16 @@
 # MAGIC `OPENAI_BASE_URL` / `OPENAI_API_KEY` in the cluster's environment (a secret), never in a widget.
 # MAGIC
 # MAGIC Cluster: Databricks Runtime 17.x (Spark 4.0, Scala 2.13; 17.3 LTS), the wheel needing PySpark
-# MAGIC 4.0 or 4.1. Libraries: the wikigame-spark wheel with its `embedding` extra, by the next cell
-# MAGIC (the embedding agent's sentence-transformers, its bundled model and OpenVINO, its default
-# MAGIC runtime; `make wheel` writes the wheel and its `requirements*.txt` in `dist/`: upload those to
-# MAGIC the volume), nothing else; with `embedding_backend` onnx, `requirements-embedding-runtimes.txt`
-# MAGIC instead (docs/agents.md: each runtime's speed and agreement).
+# MAGIC 4.0 or 4.1. Libraries: the wikigame-spark wheel with its `embedding-torch` extra, by the next
+# MAGIC cell (OpenVINO, the default runtime, and ONNX Runtime, which the executors embed with; and
+# MAGIC sentence-transformers with the bundled model, with which the driver exports it once: a
+# MAGIC cluster's libraries are the driver's and the executors' alike; `make wheel` writes the wheel
+# MAGIC and its `requirements*.txt` in `dist/`: upload those to the volume), nothing else
+# MAGIC (docs/agents.md#runtimes: each runtime's speed and agreement).
 
 # COMMAND ----------
 
-# MAGIC %pip install -r /Volumes/main/default/wikigame/requirements-embedding.txt
+# MAGIC %pip install -r /Volumes/main/default/wikigame/requirements-embedding-torch.txt
 
 # COMMAND ----------
 

@@ -3,7 +3,7 @@ Databricks' own models of the bundle schema (the ``databricks-bundles`` package,
 unknown field or a value of the wrong type), every task's entry point a console script of the wheel
 running that job, every flag parsed by the job's own parser with the job parameters' defaults, and
 the libraries those of the wheel: its path where the bundle's artifact build writes it, the
-embedding extra's requirements, GraphFrames at the version conf/maven/pom.xml pins."""
+embedding-torch extra's requirements, GraphFrames at the version conf/maven/pom.xml pins."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_task_libraries_are_the_wheel_its_embedding_extra_and_graphframes(key):
     with open(os.path.join(ROOT, "conf", "maven", "pom.xml"), encoding="utf-8") as f:
         graphframes = re.search(r"<graphframes.version>(.+)</graphframes.version>", f.read()).group(1)
     embedding = sorted(
-        re.sub(r"\s*;.*", "", r).replace(" ", "") for r in DIST.requires or [] if 'extra == "embedding"' in r
+        re.sub(r"\s*;.*", "", r).replace(" ", "") for r in DIST.requires or [] if 'extra == "embedding-torch"' in r
     )
     for task in JOBS[key]["tasks"]:
         libraries = task["libraries"]

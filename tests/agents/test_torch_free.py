@@ -4,14 +4,14 @@ sentence-transformers' torch plays.
 
 The executors run the suite's Python behind a ``sitecustomize`` that refuses torch,
 sentence-transformers and transformers (their imports fail as where they are not installed) and
-leaves a mark for each process it starts in; the driver keeps torch, which makes the exports.
+leaves a mark for each process it starts in (:mod:`wikigame_spark.devtools.torchless`); the driver
+keeps torch, which makes the exports.
 tests/jobs/test_packed_env.py plays the same on a cluster from an archive without torch at all.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
@@ -19,55 +19,24 @@ from tests.jobs.end_to_end import _plays
 from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.agents import sentence_models as sm
 from wikigame_spark.devtools.games import write_games
+from wikigame_spark.devtools.torchless import MARKS, torchless_python
 
 pytestmark = pytest.mark.slow
-
-SITECUSTOMIZE = """
-import importlib.abc, importlib.machinery, os, sys
-
-REFUSED = ("torch", "sentence_transformers", "transformers")
-
-
-class _Refused(importlib.abc.Loader):
-    def create_module(self, spec):
-        raise ModuleNotFoundError(f"No module named {spec.name!r}", name=spec.name)
-
-    def exec_module(self, module):
-        pass
-
-
-class _NoTorch(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in REFUSED:
-            return importlib.machinery.ModuleSpec(name, _Refused())
-        return None
-
-
-sys.meta_path.insert(0, _NoTorch())
-open(os.path.join(os.environ["TORCHLESS_MARKS"], str(os.getpid())), "w").close()
-"""
 
 
 @pytest.fixture(scope="module")
 def torchless(tmp_path_factory) -> tuple[str, str]:
     """(a Python that cannot import torch, the folder where each of its processes leaves a mark)."""
     root = tmp_path_factory.mktemp("torchless")
-    (root / "site").mkdir()
     (root / "marks").mkdir()
-    (root / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    python = root / "python"
-    python.write_text(
-        f'#!/bin/sh\nPYTHONPATH="{root / "site"}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} "$@"\n'
-    )
-    python.chmod(0o755)
-    return str(python), str(root / "marks")
+    return torchless_python(str(root)), str(root / "marks")
 
 
 def test_the_torchless_python_cannot_import_torch(torchless):
     import subprocess
 
     python, marks = torchless
-    env = dict(os.environ, TORCHLESS_MARKS=marks)
+    env = dict(os.environ, **{MARKS: marks})
     done = subprocess.run([python, "-c", "import torch"], env=env, capture_output=True, text=True)
     assert done.returncode == 1 and "ModuleNotFoundError: No module named 'torch'" in done.stderr
     assert subprocess.run([python, "-c", "import openvino, tokenizers, numpy"], env=env).returncode == 0
@@ -93,7 +62,7 @@ def test_executors_without_torch_play_the_routes_torch_plays(ltg_graph, tmp_path
 
     before = set(os.listdir(marks))
     lean = str(tmp_path / "lean")
-    env = dict(env, PYSPARK_PYTHON=python, TORCHLESS_MARKS=marks)
+    env = dict(env, PYSPARK_PYTHON=python, **{MARKS: marks})
     argv = [*common, "--output", lean, "--cache-dir", str(tmp_path / "cache")]  # embedded here, not read
     done = run_job("play_games", *argv, env=env, process=True)
     assert done.rc == 0, done.err[-3000:]

@@ -145,9 +145,7 @@ def test_jobs_run_with_the_packed_environment_on_executors_that_have_nothing(tmp
         assert (
             unshipped.stdout.rstrip()
             .splitlines()[-1]
-            .startswith(
-                "error: the executors cannot start their Python ./wikigame-env.pex (No such file or directory)"
-            )
+            .startswith("error: the executors cannot start their Python ./wikigame-env.pex (No such file or directory)")
         )
 
         shipped = str(user / "cluster")

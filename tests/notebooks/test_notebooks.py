@@ -70,7 +70,7 @@ def test_notebooks_are_in_databricks_source_format():
         assert "Databricks Runtime 17.x (Spark 4.0, Scala 2.13" in text
         # the wheel's name (its version) is written by make wheel into the requirements files only
         pip = [line for line in text.splitlines() if "%pip install" in line]
-        extra = "-embedding" if name == "04_play.py" else ""
+        extra = "-embedding-torch" if name == "04_play.py" else ""
         assert pip == [f"# MAGIC %pip install -r {VOLUME}/requirements{extra}.txt"], pip
     graphframes = open(os.path.join(NOTEBOOKS, "03_sample_games.py"), encoding="utf-8").read()
     assert "io.graphframes:graphframes-spark4_2.13:0.11.0" in graphframes
