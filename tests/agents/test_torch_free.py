@@ -12,9 +12,12 @@ tests/jobs/test_packed_env.py plays the same on a cluster from an archive withou
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.jobs.end_to_end import _plays
 from tests.jobs.jobrun import job_env, run_job
 from wikigame_spark.agents import sentence_models as sm
@@ -33,8 +36,6 @@ def torchless(tmp_path_factory) -> tuple[str, str]:
 
 
 def test_the_torchless_python_cannot_import_torch(torchless):
-    import subprocess
-
     python, marks = torchless
     env = dict(os.environ, **{MARKS: marks})
     done = subprocess.run([python, "-c", "import torch"], env=env, capture_output=True, text=True)
@@ -70,3 +71,32 @@ def test_executors_without_torch_play_the_routes_torch_plays(ltg_graph, tmp_path
     assert routes(lean) == routes(reference) and len(routes(lean)) == 20
     made = os.listdir(tmp_path / "cache" / "embeddings")
     assert made == [f"{sm.model_slug(model)}--{'numpy' if model == sm.GLOVE else 'openvino'}"]
+
+
+def test_a_driver_without_torch_needs_the_export_made_elsewhere(ltg_graph, tmp_path, torchless):
+    """Without sentence-transformers the driver cannot export: one error line, before any Spark work,
+    until the model cache holds the export (made where torch is), which it then plays from."""
+    python, _ = torchless
+    games = write_games(ltg_graph, 4, seed=2, path=str(tmp_path / "games"))
+    cache = str(tmp_path / "models")
+    argv = [python, os.path.join(ROOT, "jobs", "play_games.py"), "--graph", ltg_graph, "--games-dir", games]
+    argv += ["--agent", "embedding", "--cache-dir", str(tmp_path / "cache"), "--experiment", "t"]
+    env = dict(job_env(f"sqlite:///{tmp_path}/mlflow.db"), WIKIGAME_MODEL_CACHE=cache, PYSPARK_PYTHON=python)
+    refused = subprocess.run([*argv, "--output", str(tmp_path / "a")], env=env, capture_output=True, text=True)
+    last = refused.stderr.rstrip().splitlines()[-1]
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    assert last.startswith(f"error: {sm.DEFAULT_MODEL}: no openvino export of it in {cache}/exports"), last
+    assert "pip install 'wikigame-spark[embedding-torch]'" in last and "WIKIGAME_MODEL_CACHE" in last
+    made = subprocess.run(  # the export, made where torch is
+        [
+            sys.executable,
+            "-c",
+            f"from wikigame_spark.agents.encoders import *; exported({sm.DEFAULT_MODEL!r}, DEFAULT)",
+        ],
+        env=env,
+        check=True,
+    )
+    assert made.returncode == 0
+    played = subprocess.run([*argv, "--output", str(tmp_path / "b")], env=env, capture_output=True, text=True)
+    assert played.returncode == 0, played.stderr[-3000:]
+    assert len(routes(str(tmp_path / "b"))) == 4
