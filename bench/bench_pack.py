@@ -28,7 +28,7 @@ sys.path.insert(0, ROOT)
 
 from tests.jobs.jobrun import job_env, run_job
 from tests.jobs.test_packed_env import NODE_PYTHON, chain, outputs, submit, submitter_env
-from tests.standalone import StandaloneCluster
+from tests.standalone import SPARK_HOME, StandaloneCluster
 
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 WHEEL = os.path.join(ROOT, "dist", "wikigame_spark-0.1.0-py3-none-any.whl")
@@ -55,7 +55,9 @@ def build(extras: str, out: str) -> dict:
 
 def start(pex: str, pex_root: str | None) -> float:
     """Seconds for the node's Python to run the PEX and import the library and the runtime."""
+    lib = os.path.join(SPARK_HOME, "python", "lib")  # the node's PySpark, as Spark puts it on the path
     env = {"PATH": "/usr/bin:/bin", "HOME": os.environ["HOME"], **({"PEX_ROOT": pex_root} if pex_root else {})}
+    env["PYTHONPATH"] = os.pathsep.join(os.path.join(lib, z) for z in sorted(os.listdir(lib)) if z.endswith(".zip"))
     started = time.perf_counter()
     subprocess.run([os.path.join(ROOT, pex), "-c", IMPORT], env=env, check=True)
     return round(time.perf_counter() - started, 1)
@@ -88,13 +90,14 @@ def main() -> None:
         expected = outputs(local)
         user = os.path.join(work, "user")
         os.makedirs(user)
-        senv = submitter_env(user)
         os.makedirs(os.path.join(work, "cluster"))
         with StandaloneCluster(os.path.join(work, "cluster"), workers=1, cores=2, memory="3g", bare=True) as cluster:
             for name, (_, out) in PEXES.items():
                 pex = os.path.join(ROOT, out)
                 shipped = ["--files", pex, "--conf", f"spark.pyspark.python=./{os.path.basename(pex)}"]
                 base = os.path.join(user, name)
+                os.makedirs(base)
+                senv = submitter_env(base)  # an MLflow store of its own: the report reads one variant's runs
                 for i, (job, args) in enumerate(chain(base)):
                     started = time.perf_counter()
                     done = submit(cluster, job, args, senv, user, *shipped)

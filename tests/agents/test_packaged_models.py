@@ -28,6 +28,7 @@ from wikigame_spark.agents.encoders import (
 from wikigame_spark.devtools import DATA, embedding_models
 from wikigame_spark.devtools.embedding_models import wheel_path
 from wikigame_spark.devtools.games import write_games
+from wikigame_spark.devtools.torchless import torchless_python
 
 POTION = sm.PACKAGED_MODELS[sm.POTION]
 GLOVE = sm.PACKAGED_MODELS[sm.GLOVE]
@@ -96,9 +97,11 @@ def test_potion_comes_from_its_wheel_and_embeds_statically(cache):
 
 @pytest.mark.slow
 def test_static_models_play_the_latgalian_games_by_name(ltg_graph, cache, tmp_path):
+    """On executors whose Python cannot import torch (the static models' vectors averaged with numpy)."""
     sm.add_packaged_model(sm.POTION, wheel_path(POTION))
     games = write_games(ltg_graph, 6, seed=4, path=str(tmp_path / "games"))
-    env = job_env(f"sqlite:///{tmp_path}/mlflow.db", WIKIGAME_MODEL_CACHE=str(cache))
+    lean = torchless_python(str(tmp_path / "torchless"))
+    env = job_env(f"sqlite:///{tmp_path}/mlflow.db", WIKIGAME_MODEL_CACHE=str(cache), PYSPARK_PYTHON=lean)
     for model in (sm.GLOVE, sm.POTION):
         out = tmp_path / "plays" / model
         argv = ["--graph", ltg_graph, "--games-dir", games, "--agent", "embedding", "--model", model]

@@ -76,8 +76,9 @@ class ExportedEncoder:
             self.vectors = np.load(os.path.join(folder, VECTORS_FILE), mmap_mode="r")
             return
         self.tokenizer.enable_truncation(int(self.config["max_length"]))
+        # to the batch's longest text, as sentence-transformers pads (the padding token's id, type 0)
+        self.tokenizer.enable_padding(pad_id=int(self.config["pad_id"]))
         self.inputs = tuple(self.config["inputs"])
-        self.pad_id = int(self.config["pad_id"])
         path = os.path.join(folder, self.config["file"])
         if self.config["runtime"].startswith("onnx"):
             import onnxruntime
@@ -112,15 +113,8 @@ class ExportedEncoder:
 
     def _features(self, texts: list[str]) -> dict[str, np.ndarray]:
         encodings = self.tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encodings)
-        ids = np.full((len(texts), width), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(texts), width), dtype=np.int64)
-        types = np.zeros((len(texts), width), dtype=np.int64)
-        for row, e in enumerate(encodings):
-            n = len(e.ids)
-            ids[row, :n], mask[row, :n], types[row, :n] = e.ids, 1, e.type_ids
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        return {name: feed[name] for name in self.inputs}
+        fields = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+        return {name: np.array([getattr(e, fields[name]) for e in encodings], dtype=np.int64) for name in self.inputs}
 
     def _words(self, text: str) -> list[int]:
         """sentence-transformers' WhitespaceTokenizer: a word as written, without its punctuation, in
@@ -137,8 +131,11 @@ class ExportedEncoder:
 
     def _pool(self, ids: list[list[int]]) -> np.ndarray:
         """The mean of each text's vectors (zeros for a text without any)."""
+        counts = np.array([len(t) for t in ids])
         out = np.zeros((len(ids), self.dimensions), dtype=np.float32)
-        for row, tokens in enumerate(ids):
-            if tokens:
-                out[row] = np.asarray(self.vectors[tokens], dtype=np.float32).mean(axis=0)
+        rows = np.flatnonzero(counts)
+        if rows.size:
+            flat = np.asarray(self.vectors[np.concatenate([ids[r] for r in rows])], dtype=np.float32)
+            starts = np.concatenate([[0], np.cumsum(counts[rows])[:-1]])
+            out[rows] = np.add.reduceat(flat, starts, axis=0) / counts[rows, None]
         return out
