@@ -244,10 +244,12 @@ bench: install
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_play.py
 	HF_HUB_OFFLINE=1 $(PY) bench/bench_scale.py
 	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PY) bench/bench_embedding.py
+	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PY) bench/bench_embedding.py --only torch-free
 	HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false $(PY) bench/bench_embedding.py --only models
 	$(PY) bench/bench_sampling.py
 	$(PY) bench/bench_checksums.py
 	$(PY) bench/bench_llm.py
+	$(PY) bench/bench_pack.py
 	HF_HUB_OFFLINE=1 $(PY) bench/cost_sheet.py
 
 lint: install
