@@ -121,12 +121,14 @@ def _with_torch(model: str, runtime: Runtime, build):
     """``build`` for publish_once, refused with one line where sentence-transformers is missing."""
 
     def run(dest: str) -> None:
-        if importlib.util.find_spec("sentence_transformers") is None:
+        try:
+            import sentence_transformers  # noqa: F401
+        except ImportError:
             raise ConfigError(
                 f"{model}: no {runtime.name} export of it in {exports_root()} and no sentence-transformers here "
                 "to make one: pip install 'wikigame-spark[embedding-torch]' here, or set WIKIGAME_MODEL_CACHE to "
                 "a model cache that holds it (docs/agents.md#runtimes)"
-            )
+            ) from None
         build(load_model(model), dest)
 
     return run
